@@ -246,12 +246,13 @@ def run_codex(
     web_view: WebView | None = None,
     recorder: bool = False,
     approvals: bool = False,
+    options: Sequence[str] = (),
 ) -> CliRun:
     """``codex exec`` in ``project`` against the scripted Responses API (``codex_config``
     must have written ``home/.codex/config.toml``); with ``serve_traces``, serve stops only
     once the bridge daemons of ``settle_locks`` (their socket folder) have left, and with
     ``approvals`` it keeps an approvals inbox; with ``recorder``, a recording HTTP server
-    listens at ``RECORDER_URL``."""
+    listens at ``RECORDER_URL``; ``options`` go to ``codex exec`` before the prompt."""
     env = {
         **_base_env(home),
         "CODEX_HOME": str(home / ".codex"),
@@ -265,6 +266,7 @@ def run_codex(
         # Codex runs a hook only once its content is trusted (reviewed in its TUI): exec
         # cannot review, so the tests pass Codex's own non-interactive override
         *(["--dangerously-bypass-hook-trust"] if bypass_hook_trust else []),
+        *options,
         "clean up",
     ]
     # the API's port is known only inside the namespace: config.toml gets it there

@@ -77,6 +77,86 @@ def test_codex_install_warns_when_no_installed_hook_will_run(
     assert (project / "victim").exists() is (named is None)
 
 
+@pytest.mark.parametrize("where", ["user", "project"])
+def test_codex_install_reads_a_config_that_starts_with_a_bom(
+    where: str, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex reads a config.toml that starts with a byte order mark (an editor on Windows
+    writes one) and runs no hook under its ``hooks = false``; install read it with tomllib
+    alone, which refuses the mark, took it for no file and said nothing."""
+    home = tmp_path / "home"
+    (project / "hooks.yaml").write_text(CODEX_RM_GUARD)
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setenv("OTELHOOKS_CODEX_SYSTEM_DIR", str(tmp_path / "no-etc-codex"))
+    user = codex_config(home, trusted=project) / "config.toml"
+    if where == "user":
+        off = user
+        text = user.read_text().replace("[features]\n", "[features]\nhooks = false\n")
+    else:
+        off = project / ".codex" / "config.toml"
+        off.parent.mkdir()
+        text = OFF
+    off.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+
+    change = install_agent("codex", project=project, hooks_file="hooks.yaml")
+    (warning,) = [w for w in change.warnings if w.startswith("no installed hook will run")]
+    assert warning.startswith(f"no installed hook will run: {off} sets `[features] hooks = false`")
+
+    need_cli(CODEX)
+    env = {"OTELHOOKS_BRIDGE_DAEMON_IDLE": "3"}
+    run = run_codex(project, home, [("call_rm", "rm -r victim")], extra_env=env)
+    assert run.returncode == 0, skip_reason(run)
+    assert not (project / "victim").exists()
+
+
+# the project's .codex/config.toml (None: none), whether install warns of `--profile ci`
+PROFILE_CASES: dict[str, tuple[str | None, bool]] = {
+    "profile-hooks-false": (None, True),
+    "project-hooks-true-over-the-profile": (ON, False),
+}
+
+
+@pytest.mark.parametrize("case", list(PROFILE_CASES))
+def test_codex_install_warns_of_a_profile_that_turns_hooks_off(
+    case: str, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``codex --profile ci`` reads ``$CODEX_HOME/ci.config.toml`` over the user's config.toml
+    and under the project's: its ``hooks = false`` ran ``rm -r`` past the installed guard while
+    install, reading only the default run's files, said nothing."""
+    project_config, warned = PROFILE_CASES[case]
+    home = tmp_path / "home"
+    (project / "hooks.yaml").write_text(CODEX_RM_GUARD)
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setenv("OTELHOOKS_CODEX_SYSTEM_DIR", str(tmp_path / "no-etc-codex"))
+    profile = codex_config(home, trusted=project) / "ci.config.toml"
+    profile.write_text(OFF)
+    if project_config is not None:
+        (project / ".codex").mkdir()
+        (project / ".codex" / "config.toml").write_text(project_config)
+
+    change = install_agent("codex", project=project, hooks_file="hooks.yaml")
+    off = [w for w in change.warnings if w.startswith("no installed hook will run")]
+    if warned:
+        (warning,) = off
+        assert warning.startswith(
+            f"no installed hook will run under `codex --profile ci`: {profile} "
+        )
+    else:
+        assert off == []
+
+    need_cli(CODEX)
+    env = {"OTELHOOKS_BRIDGE_DAEMON_IDLE": "3"}
+    steps = [("call_rm", "rm -r victim")]
+    run = run_codex(project, home, steps, extra_env=env, options=["--profile", "ci"])
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim").exists() is not warned
+    # the default run reads no profile: the guard holds
+    (project / "victim").mkdir(exist_ok=True)
+    run = run_codex(project, home, steps, extra_env=env)
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim").exists()
+
+
 # {file in the system folder: text}, the user's [features] line, the file the warning names and
 # what it says
 SYSTEM_CASES: dict[str, tuple[dict[str, str], str | None, tuple[str, str] | None]] = {

@@ -8,6 +8,7 @@ word. A project install now says so (and what to do instead); the user's hooks g
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,36 @@ def test_user_hooks_guard_under_skip_trust(
     run = run_gemini(project, home, STEPS, extra_env=_env(tmp_path), skip_trust=True)
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
+
+
+def test_a_gemini_project_install_says_a_subfolder_session_runs_none_of_its_hooks(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gemini CLI 0.61 reads the ``.gemini/settings.json`` of the folder it starts in and none
+    above it, in a git repository too: started in a subfolder, the scripted ``rm -r`` ran past
+    the project's installed guard, and install said nothing of it."""
+    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    sub = project / "sub"
+    (sub / "victim").mkdir(parents=True)
+    (sub / "victim" / "keep.txt").write_text("precious")
+    (project / "hooks.yaml").write_text(CODEX_RM_GUARD)
+    change = install_agent("gemini", project=project, hooks_file="hooks.yaml")
+    said = [w for w in change.warnings if "subfolder" in w]
+    assert said == [
+        "Gemini CLI reads a project's .gemini/settings.json only when started in that folder "
+        f"({project}): a session started in a subfolder runs none of these hooks, without a "
+        "word; start Gemini CLI there, or install with --user"
+    ]
+    monkeypatch.setenv("HOME", str(tmp_path / "other-home"))
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
+    user = install_agent("gemini", user=True, hooks_file=project / "hooks.yaml")
+    assert not [w for w in user.warnings if "subfolder" in w]
+
+    need_cli(GEMINI)
+    home = tmp_path / "home"
+    run = run_gemini(sub, home, STEPS, extra_env=_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert not (sub / "victim").exists()
+    run = run_gemini(project, home, STEPS, extra_env=_env(tmp_path))  # the guard, at the root
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim" / "keep.txt").exists()

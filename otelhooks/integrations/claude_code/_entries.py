@@ -9,9 +9,11 @@ strip by. See :mod:`._install` for why each event is synchronous or ``async``.
 from __future__ import annotations
 
 import math
+import os
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from otelhooks._config._claude_mark import (
@@ -36,12 +38,14 @@ __all__ = [
     "MARK_HEADER",
     "ROUTE",
     "TOKEN_ENV",
+    "cached_interpreter_notes",
     "client_command",
     "command_timeout",
     "groups",
     "handler",
     "hook_url",
     "is_ours",
+    "sudo_home_notes",
 ]
 
 
@@ -133,6 +137,63 @@ def client_command() -> str:
     from otelhooks.integrations.claude_code import hook_client
 
     return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(hook_client.__file__)}"
+
+
+def _cache_folders() -> list[Path]:
+    """Where ``uvx`` and ``pipx run`` keep the environments they make for one command (a cache
+    their own ``cache clean``, or an expiry, removes): the user's cache folder (XDG, macOS)."""
+    home = Path.home()
+    found = [os.environ.get("XDG_CACHE_HOME") or home / ".cache", home / "Library" / "Caches"]
+    found += [os.environ.get("UV_CACHE_DIR") or "", home / ".local" / "pipx" / ".cache"]
+    if os.environ.get("PIPX_HOME"):
+        found.append(Path(os.environ["PIPX_HOME"]) / ".cache")
+    return [Path(os.path.abspath(f)) for f in found if str(f)]
+
+
+def cached_interpreter_notes() -> list[str]:
+    """What install says when the hook command it writes names an interpreter or a hook client
+    in a cache folder (``uvx otelhooks ... install``, ``pipx run``): once the cache is cleaned
+    the command cannot start, and the CLI runs every tool unguarded (only a fail-closed guard
+    blocks instead)."""
+    from otelhooks.integrations.claude_code import hook_client
+
+    for named in (sys.executable, hook_client.__file__):
+        for path in {Path(os.path.abspath(named)), Path(os.path.realpath(named))}:
+            for cache in _cache_folders():
+                if path.is_relative_to(cache) or path.is_relative_to(os.path.realpath(cache)):
+                    return [
+                        f"no installed hook will run once {cache} is cleaned: the hook command "
+                        f"names {named}, in a cache (an environment `uvx` or `pipx run` made "
+                        "for one command, removed by its cache clean or expiry), and the CLI "
+                        "runs every tool unguarded when the command cannot start; run install "
+                        "from a lasting environment (`uv tool install otelhooks`, `pipx "
+                        "install otelhooks`, a virtualenv)"
+                    ]
+    return []
+
+
+def sudo_home_notes(path: Path, cli: str) -> list[str]:
+    """What a user install says when it ran as root through ``sudo`` and wrote ``path`` under
+    root's home (``sudo`` sets ``HOME`` to root's): the user who ran ``sudo`` runs ``cli`` with
+    their own home's settings, which hold none of these hooks."""
+    uid = os.environ.get("SUDO_UID", "")
+    if sys.platform == "win32" or os.geteuid() != 0 or not uid.isdigit() or int(uid) == 0:
+        return []
+    import pwd
+
+    try:
+        user = pwd.getpwuid(int(uid))
+    except KeyError:
+        return []
+    written = Path(os.path.abspath(path))
+    theirs = Path(user.pw_dir)
+    if not written.is_relative_to(Path.home()) or written.is_relative_to(theirs):
+        return []
+    return [
+        f"no installed hook will run for {user.pw_name}: install ran as root (sudo) and wrote "
+        f"{path}, in root's home, while {user.pw_name}'s {cli} reads the user settings under "
+        f"{theirs}; run install without sudo"
+    ]
 
 
 def hook_url(base: str) -> str:

@@ -70,6 +70,7 @@ from otelhooks.integrations.claude_code._entries import (
     MARK,
     MARK_HEADER,
     TOKEN_ENV,
+    cached_interpreter_notes,
     client_command,
     groups,
     hook_url,
@@ -289,7 +290,9 @@ def install(
         traces_out: command form: the OTLP JSON lines file the spans go to (``None``: none).
 
     Returns:
-        What happened to the file; :attr:`SettingsChange.warnings` says where a guard fails open.
+        What happened to the file; :attr:`SettingsChange.warnings` says where a guard fails open
+        and, first, when the command names an interpreter in a cache folder (``uvx``, ``pipx
+        run``), which goes with the cache.
 
     Raises:
         ValueError: an event is not one of :data:`INSTALLED_EVENTS`, the file cannot be
@@ -313,6 +316,8 @@ def install(
             f"some of {', '.join(INSTALLED_EVENTS)})"
         )
     change = SettingsChange(path, warnings=_warnings(events, http, fail_closed))
+    if http is None:  # the command form names this interpreter
+        change.warnings[:0] = cached_interpreter_notes()
     project_hooks = _project_file(path, hooks_file)
     hooks = read_hooks(project_hooks)
     if hooks is None:

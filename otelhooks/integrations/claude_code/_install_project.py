@@ -13,6 +13,7 @@ from pathlib import Path
 from otelhooks._config._claude_types import wrong_types
 from otelhooks._private_files import private_folder
 from otelhooks._starter import starter_hooks_yaml
+from otelhooks.integrations.claude_code._entries import sudo_home_notes
 from otelhooks.integrations.claude_code._install import (
     DEFAULT_HOOKS_FILE,
     DEFAULT_TRACES,
@@ -72,7 +73,8 @@ def install_project(
         project: the project folder.
         user: the user's settings instead of the project's (and no starter hook file).
         http: the base URL of ``otelhooks serve``: ``http`` hooks instead of command hooks.
-        hooks_file: the otelhooks hook file, relative to ``project`` or absolute.
+        hooks_file: the otelhooks hook file, relative to ``project`` or absolute (a project
+            install writes it by full path, and a relative ``traces_out`` too).
         fail_closed: command form: a failing bridge denies instead of letting the call run.
         traces_out: command form: where the spans go (``None``: nowhere).
 
@@ -105,13 +107,21 @@ def install_project(
         result.changes.append(uninstall(other))
     result.changes.append(
         install(
-            target, http=http, hooks_file=hooks_file, fail_closed=fail_closed, traces_out=traces
+            target,
+            http=http,
+            hooks_file=hooks_file if user else _anchored(project, hooks_file),
+            fail_closed=fail_closed,
+            traces_out=traces if user or traces is None else _anchored(project, traces),
         )
     )
     # Claude Code's precedence: the project's local file, its shared file, the user's file
     result.changes[-1].warnings[:0] = _hooks_off_notes(
         target, [settings_path(user=True)] if user else [local, shared, settings_path(user=True)]
     )
+    if user:
+        result.changes[-1].warnings[:0] = sudo_home_notes(target, "Claude Code")
+    elif http is not None and (Path(project) / ".git").exists():
+        result.changes[-1].warnings.append(_SUBFOLDER_NOTE.format(target=target))
     if not user and not Path(hooks_file).is_absolute():
         starter = Path(project) / hooks_file
         result.hooks_file = starter
@@ -121,6 +131,27 @@ def install_project(
                 handle.write(starter_hooks_yaml(hooks_file))
             result.hooks_file_verb = "created"
     return result
+
+
+# Claude Code 2.1.332 started in a subfolder of a git repository runs the hooks of the root's
+# settings.local.json, not those of its settings.json (tests/claude_code_cli)
+_SUBFOLDER_NOTE = (
+    "Claude Code started in a subfolder of this repository runs none of the hooks of {target} "
+    "(it reads the root's settings.local.json there, not its settings.json): the guards see no "
+    "tool call of such a session; start Claude Code at the repository's root, or install the "
+    "command form (settings.local.json)"
+)
+
+
+def _anchored(project: str | os.PathLike[str], path: str) -> str:
+    """``path`` relative to ``project`` written absolute: the bridge reads a relative path under
+    ``$CLAUDE_PROJECT_DIR``, the folder Claude Code started in, and Claude Code started in a
+    subfolder of a git repository loads the settings of the repository's root: the hooks file
+    was looked for in the subfolder, not found, and every tool ran unguarded. A user install
+    keeps it relative (each project's own file); ``~`` the bridge expands itself."""
+    if Path(path).expanduser().is_absolute() or path.startswith("~"):
+        return path
+    return str(Path(project).absolute() / path)
 
 
 def _managed_settings_files() -> list[Path]:

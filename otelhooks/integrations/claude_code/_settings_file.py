@@ -6,7 +6,8 @@ change) and writes it:
 - **through symlinks**: the file written is the link's final target (a dotfiles checkout stays
   the one file), never a regular file put in the link's place;
 - **atomically**: a temporary file beside the target, ``fsync``, then ``rename`` over it, with the
-  target's mode (a new file gets ``0644`` less the umask, as an editor would create it);
+  target's mode, owner and group (a new file gets ``0644`` less the umask, as an editor would
+  create it);
 - **locked**: an exclusive ``flock`` on the target's folder is held from the read to the rename,
   so two ``install``/``uninstall`` runs (or any tool taking the same lock) never lose each other's
   change. An editor that does not take the lock can still race: its save between our read and
@@ -110,9 +111,10 @@ def _new_mode() -> int:
 
 def _write(target: Path, data: bytes) -> None:
     try:
-        mode = stat.S_IMODE(target.stat().st_mode)
+        info = target.stat()
+        mode, owner = stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid)
     except FileNotFoundError:
-        mode = _new_mode()
+        mode, owner = _new_mode(), None
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -120,10 +122,29 @@ def _write(target: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
             os.fchmod(handle.fileno(), mode)
+            _keep_owner(handle.fileno(), target, owner)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _keep_owner(fd: int, target: Path, owner: tuple[int, int] | None) -> None:
+    """Give the new file the owner and group of the one it replaces: the rename would hand it
+    to whoever runs install (root under ``sudo``), and a ``0600`` settings file became one its
+    user's CLI could not read, hooks and all, after an install that said ``updated``."""
+    if owner is None:
+        return
+    made = os.fstat(fd)
+    if (made.st_uid, made.st_gid) == owner:
+        return
+    try:
+        os.fchown(fd, *owner)
+    except PermissionError:
+        raise PermissionError(
+            f"{target}: belongs to user {owner[0]} (group {owner[1]}), and a copy written here "
+            "could only belong to this user: nothing was written; run install as its owner"
+        ) from None
 
 
 def _parsed(path: Path, raw: bytes | None) -> tuple[str, Node | None]:

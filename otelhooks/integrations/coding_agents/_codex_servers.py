@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
 from otelhooks._hooks import Hook
-from otelhooks.integrations.claude_code._settings_file import read_regular
+from otelhooks.integrations.coding_agents._codex_toml import codex_toml
 
 __all__ = ["codex_config_files", "ignored_server_notes"]
 
@@ -38,11 +37,7 @@ def codex_config_files(project: str | os.PathLike[str] | None) -> list[Path]:
 
 
 def _servers(path: Path) -> list[str]:
-    raw = read_regular(path)  # a named pipe would hold install forever
-    try:
-        config = tomllib.loads(raw.decode("utf-8")) if raw is not None else {}
-    except ValueError:
-        return []
+    config = codex_toml(path) or {}
     servers = config.get("mcp_servers")
     return [str(name) for name in servers] if isinstance(servers, dict) else []
 

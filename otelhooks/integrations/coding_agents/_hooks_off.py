@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import os
 import sys
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from otelhooks.integrations.claude_code._settings_file import read_regular
+from otelhooks.integrations.coding_agents._codex_toml import codex_toml
 from otelhooks.integrations.coding_agents._gemini_json import gemini_json
 
 __all__ = [
@@ -112,11 +111,7 @@ def gemini_hooks_off(files: Sequence[Path], *, system: Path | None = None) -> li
 
 
 def _toml(path: Path) -> dict[str, Any]:
-    raw = read_regular(path)
-    try:
-        return tomllib.loads(raw.decode("utf-8")) if raw is not None else {}
-    except ValueError:
-        return {}  # one Codex itself refuses to start with
+    return codex_toml(path) or {}
 
 
 def _hooks_feature(config: dict[str, Any]) -> bool | None:
@@ -134,9 +129,11 @@ def codex_hooks_off(target: Path, project: str | os.PathLike[str] | None) -> lis
     ``[features] hooks = false``), else ``[features] hooks = false`` in the first config layer
     that sets the feature, highest first: the legacy ``managed_config.toml``, the project's
     ``.codex/config.toml`` (with ``project``), ``$CODEX_HOME/config.toml``, the system
-    ``config.toml``. The system files are in ``/etc/codex``, or the folder
+    ``config.toml``. When the default run keeps hooks on, one note per profile that turns them
+    off: ``codex --profile NAME`` reads ``$CODEX_HOME/NAME.config.toml`` between the project's
+    file and the user's. The system files are in ``/etc/codex``, or the folder
     ``$OTELHOOKS_CODEX_SYSTEM_DIR`` names. Requirements from the cloud or macOS managed
-    preferences are not read."""
+    preferences, and ``-c features.hooks=false`` on Codex's command line, are not seen."""
     system = Path(os.environ.get(_CODEX_SYSTEM_DIR_ENV) or "/etc/codex")
     requirements = system / "requirements.toml"
     admin = "Codex's requirements: an administrator's, which no config file overrides"
@@ -154,15 +151,42 @@ def codex_hooks_off(target: Path, project: str | os.PathLike[str] | None) -> lis
             f"those in {target}; the guards never see a tool call until an administrator adds "
             "the otelhooks hooks to the requirements' `[hooks]` (or to managed config)"
         ]
-    user = codex_home() / "config.toml"
+    home = codex_home()
+    user = home / "config.toml"
     layers = [system / "managed_config.toml", user, system / "config.toml"]
     if project is not None:
         layers.insert(1, Path(project) / ".codex" / "config.toml")
+    notes = _features_off(layers, user, run="")
+    if notes:
+        return notes
+    # `codex --profile NAME` reads $CODEX_HOME/NAME.config.toml between the project's config
+    # and the user's (Codex 0.171; a `[profiles.NAME]` table is refused, loudly): one that turns
+    # hooks off runs no hook of ours under that profile, and install saw only the default run
+    for profile in _profile_files(home):
+        name = profile.name.removesuffix(".config.toml")
+        layered = [*layers[: len(layers) - 2], profile, *layers[-2:]]
+        notes += _features_off(layered, user, run=f" under `codex --profile {name}`", only=profile)
+    return notes
+
+
+def _profile_files(home: Path) -> list[Path]:
+    try:
+        names = sorted(p.name for p in home.iterdir() if p.name.endswith(".config.toml"))
+    except OSError:
+        return []
+    return [home / n for n in names if n != ".config.toml" and not n.startswith(".")]
+
+
+def _features_off(
+    layers: Sequence[Path], user: Path, *, run: str, only: Path | None = None
+) -> list[str]:
+    """The note for ``[features] hooks = false`` in the first of ``layers`` that sets the
+    feature (none when it is on, or, with ``only``, when another file decides)."""
     for path in layers:
         enabled = _hooks_feature(_toml(path))
         if enabled is None:
             continue
-        if enabled:
+        if enabled or (only is not None and path != only):
             return []
         if path == layers[0]:
             what = "only an administrator can lift it (managed config overrides every config.toml)"
@@ -171,8 +195,8 @@ def codex_hooks_off(target: Path, project: str | os.PathLike[str] | None) -> lis
         else:
             what = "remove it, or set it to true"
         return [
-            f"no installed hook will run: {path} sets `[features] hooks = false`, so Codex runs "
-            f"no hook at all and the guards never see a tool call; {what}"
+            f"no installed hook will run{run}: {path} sets `[features] hooks = false`, so Codex "
+            f"runs no hook at all and the guards never see a tool call; {what}"
         ]
     return []
 

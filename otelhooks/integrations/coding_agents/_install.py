@@ -35,9 +35,11 @@ from otelhooks._actions._approval import longest_approval_of
 from otelhooks.integrations.claude_code._entries import (
     APPROVAL_EVENTS,
     MARK,
+    cached_interpreter_notes,
     client_command,
     covering_timeout,
     is_ours,
+    sudo_home_notes,
 )
 from otelhooks.integrations.claude_code._hook_splices import replace_ours, strip_ours
 from otelhooks.integrations.claude_code._install import (
@@ -86,6 +88,13 @@ _GEMINI_TRUST = (
     "it suggests for headless runs) loads none of them: the guards never see a tool call, without "
     "a word; trust the folder (GEMINI_CLI_TRUST_WORKSPACE=true, or in interactive Gemini CLI), or "
     "install with --user (the user's hooks run in any folder)"
+)
+# Gemini CLI 0.61 reads the .gemini/settings.json of the folder it starts in, none above it (a
+# git repository's root included): checked with the real CLI (tests/coding_agents_cli)
+_GEMINI_FOLDER = (
+    "Gemini CLI reads a project's .gemini/settings.json only when started in that folder "
+    "({project}): a session started in a subfolder runs none of these hooks, without a word; "
+    "start Gemini CLI there, or install with --user"
 )
 # what Gemini CLI 0.61 takes for a variable in a settings string (JavaScript's \w is ASCII)
 _GEMINI_VARIABLE = re.compile(r"\$(?=[A-Za-z0-9_{])")
@@ -244,9 +253,11 @@ def install_agent(
             nor 2: the interpreter gone, a crash).
 
     Returns:
-        What happened to the file; its warnings say first when the CLI would run none of the
-        hooks (:func:`codex_hooks_off`, :func:`gemini_hooks_off`: a setting of the user's, the
-        project's or an administrator's), then where a guard fails open and, for Codex, what
+        What happened to the file; its warnings say first when the hook command names an
+        interpreter in a cache folder (``uvx``, ``pipx run``: gone with the cache), and when the
+        CLI would run none of the hooks (:func:`codex_hooks_off`, :func:`gemini_hooks_off`: a
+        setting of the user's, the project's or an administrator's; a ``--user`` install run
+        through ``sudo`` into root's home), then where a guard fails open and, for Codex, what
         it needs before it runs the hooks (:func:`codex_trust_notes`), for a Gemini project
         install that Gemini CLI runs them only in a trusted folder (``--skip-trust`` skips them),
         and the other hooks of the tool guard's event (in the file, and the user's for a project
@@ -297,7 +308,7 @@ def install_agent(
             [f for f in files if f in own or gemini_reads(f)], system=system
         )
         if not user:
-            warnings.append(_GEMINI_TRUST)
+            warnings += [_GEMINI_TRUST, _GEMINI_FOLDER.format(project=Path(project).absolute())]
         layers = [defaults, hooks_path("gemini", user=True), *([] if user else [path]), system]
         warnings[:0] = redaction_notes(os.environ, hooks, loaded or (), layers)
     if dialect == "codex":
@@ -310,6 +321,9 @@ def install_agent(
         configs = codex_config_files(None if user else project)
         warnings[:0] = ignored_server_notes(configs, loaded or ())
         warnings += codex_trust_notes(path, None if user else Path(project))
+    warnings[:0] = cached_interpreter_notes()
+    if user:
+        warnings[:0] = sudo_home_notes(path, dialect_named(dialect).display_name)
     others = [] if user else [hooks_path(dialect, user=True)]
     if dialect == "codex":  # Codex runs the hooks of its config.toml files' `[hooks]` too
         others += codex_config_files(None if user else project)

@@ -11,13 +11,13 @@ so, naming each such hook they find (:func:`neighbour_notes`).
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from otelhooks.integrations.claude_code._entries import is_ours
 from otelhooks.integrations.claude_code._settings_file import read_regular
+from otelhooks.integrations.coding_agents._codex_toml import codex_toml
 from otelhooks.integrations.coding_agents._gemini_json import gemini_json
 
 __all__ = ["neighbour_notes"]
@@ -31,11 +31,7 @@ def _handlers(path: Path, event: str, dialect: str) -> list[dict[str, Any]]:
     if dialect == "gemini":  # with comments, as Gemini CLI reads its settings
         data = gemini_json(path)
     elif path.suffix == ".toml":  # Codex's config.toml: a `[hooks]` table, as in hooks.json
-        raw = read_regular(path)
-        try:
-            data = tomllib.loads(raw.decode("utf-8")) if raw is not None else None
-        except ValueError:
-            return []  # one Codex refuses to start with
+        data = codex_toml(path)
     else:
         raw = read_regular(path)
         try:
