@@ -11,6 +11,7 @@ module instead: ``otelhooks``, ``otelhooks.events``, ``otelhooks.testing``, ``ot
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
@@ -143,13 +144,15 @@ def imports_private(path: Path) -> bool:
     return False
 
 
-def importing_private() -> set[str]:
-    return {
+# once for both tests below: parsing every test file costs about a second of CPU
+@functools.cache
+def importing_private() -> frozenset[str]:
+    return frozenset(
         p.relative_to(TESTS).as_posix()
         for p in TESTS.rglob("*.py")
         # the npm CLIs installed beside their tests ship Python files of their own
         if "node_modules" not in p.parts and imports_private(p)
-    }
+    )
 
 
 def test_only_listed_test_files_import_private_modules() -> None:
