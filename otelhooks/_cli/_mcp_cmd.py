@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ TRACES_ENV = "OTELHOOKS_TRACES_OUT"
 # The bearer token HTTP clients must present; from the environment only, as serve's admin
 # token (a command line is visible to every user of the machine).
 TOKEN_ENV = "OTELHOOKS_MCP_TOKEN"
+STALL_ENV = "OTELHOOKS_MCP_STALL_TIMEOUT"
 
 
 def _fail(message: str) -> int:
@@ -48,6 +50,11 @@ def _mcp(args: argparse.Namespace) -> int:
         return _fail("give either a server command (stdio) or --listen/--upstream (HTTP)")
     if not args.listen and not command:
         return _fail("no server command: otelhooks mcp [options] -- <command> [args...]")
+    if args.stall_timeout is None:
+        try:
+            args.stall_timeout = _stall_from_env()
+        except ValueError as exc:
+            return _fail(str(exc))
     try:
         address = _address(args.listen) if args.listen else None
         headers = UpstreamHeaders.parse(args.header, allowed_env_vars=args.allowed_env_var)
@@ -134,7 +141,7 @@ def _run(
         from otelhooks.mcp._stdio import run_stdio
 
         flush = lambda: oh.tracer_provider.force_flush(1_000)  # noqa: E731
-        return asyncio.run(run_stdio(gateway, command, flush=flush))
+        return asyncio.run(run_stdio(gateway, command, flush=flush, stall_s=args.stall_timeout))
     finally:
         oh.shutdown(5.0)
         oh.engine.shutdown(1.0)
@@ -147,6 +154,29 @@ def _upstream(url: str) -> tuple[str, int] | None:
     if not parts.hostname:
         return None
     return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse names the option when this fails)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+def _stall_from_env() -> float:
+    from otelhooks.mcp._stdio import STALL_S
+
+    text = os.environ.get(STALL_ENV, "").strip()
+    if not text:
+        return STALL_S
+    try:
+        return _seconds(text)
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"{STALL_ENV}: {exc}") from None
 
 
 def _address(listen: str) -> tuple[str, int]:
@@ -219,6 +249,15 @@ def add_parser(sub: Subcommands) -> None:
         default=[],
         metavar="VAR",
         help="an environment variable --header templates may use (repeatable)",
+    )
+    cmd.add_argument(
+        "--stall-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="stdio: a server that has not read what the gateway wrote to it within SECONDS has "
+        "stopped reading; every waiting request gets an error and the gateway ends "
+        f"(default: ${STALL_ENV}, else 10)",
     )
     cmd.add_argument(
         "command", nargs=argparse.REMAINDER, help="-- then the stdio server's command and args"

@@ -43,7 +43,8 @@ HEAD_BYTES: Final = 4096
 READ_BUFFER: Final = 1 << 20
 GRACE_S: Final = 2.0
 # A server that has not taken what we wrote to its stdin by then has stopped reading: the
-# gateway would otherwise wait on it forever and never see its client leave.
+# gateway would otherwise wait on it forever and never see its client leave. The default of
+# ``otelhooks mcp --stall-timeout`` (``$OTELHOOKS_MCP_STALL_TIMEOUT``).
 STALL_S: Final = 10.0
 
 
@@ -144,8 +145,13 @@ async def run_stdio(
     *,
     env: Mapping[str, str] | None = None,
     flush: Callable[[], object] | None = None,
+    stall_s: float = STALL_S,
 ) -> int:
     """Relay between this process's stdin/stdout and the MCP server ``command``.
+
+    A server that has not taken what the gateway wrote to its stdin within ``stall_s`` seconds
+    has stopped reading: every waiting request gets a JSON-RPC error, the server is killed and
+    the gateway ends with 1.
 
     ``flush`` is called as soon as the session's spans have ended, before the server is
     stopped: clients signal a stdio server and kill it a fraction of a second later (Claude
@@ -221,7 +227,7 @@ async def run_stdio(
             else:
                 deliver(session.from_client(frame))
             try:
-                await asyncio.wait_for(server_in.drain(), STALL_S)
+                await asyncio.wait_for(server_in.drain(), stall_s)
             except TimeoutError:
                 return False
             await client_out.drain()
@@ -246,7 +252,7 @@ async def run_stdio(
     if client_task in done and client_task.result() is False:
         # the server stopped reading its stdin: every waiting call gets an error, then leave
         _log.error("the MCP server stopped reading its input", command=list(command))
-        client_out.send(session.close(f"MCP server read no input for {STALL_S:g} s"))
+        client_out.send(session.close(f"MCP server read no input for {stall_s:g} s"))
         _flush(flush)
         await client_out.drain()
         server_task.cancel()

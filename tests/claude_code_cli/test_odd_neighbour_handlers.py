@@ -84,25 +84,31 @@ def _session_guarded(project: Path, env: dict[str, str]) -> bool:
 
 
 def _guarded(
-    project: Path, tmp_path: Path, handler: dict[str, Any], extra: dict[str, Any] | None = None
+    project: Path,
+    tmp_path: Path,
+    handlers: list[dict[str, Any]],
+    extra: dict[str, Any] | None = None,
 ) -> bool:
-    """Whether the installed guard denied ``rm -rf victim`` beside ``handler`` (and ``extra``
+    """Whether the installed guard denied ``rm -rf victim`` beside ``handlers`` (and ``extra``
     keys in the file)."""
     local = project / ".claude" / "settings.local.json"
     local.parent.mkdir(parents=True)
-    settings = {**(extra or {}), "hooks": {"Stop": [{"hooks": [handler]}]}}
+    settings = {**(extra or {}), "hooks": {"Stop": [{"hooks": handlers}]}}
     local.write_text(json.dumps(settings, indent=2) + "\n")
     env = _env(tmp_path)
     installed = _install(project, env)
     assert installed.returncode == 0, installed.stderr
-    assert handler in json.loads(local.read_text())["hooks"]["Stop"][0]["hooks"]
+    kept = json.loads(local.read_text())["hooks"]["Stop"][0]["hooks"]
+    assert all(handler in kept for handler in handlers)
     return _session_guarded(project, env)
 
 
-@pytest.mark.parametrize("odd", sorted(ODD))
-def test_the_guard_runs_beside_a_handler_claude_code_might_reject(odd: str, tmp_path: Path) -> None:
+# All in one file, one session: Claude Code skips a file whole for any handler it rejects, so the
+# guard running beside all of them shows that it rejects none (a session costs seconds).
+def test_the_guard_runs_beside_a_handler_claude_code_might_reject(tmp_path: Path) -> None:
     require("the Claude Code CLI (npm ci --prefix tests/claude_code_cli)", CLAUDE.exists())
-    assert _guarded(tmp_path / "project", tmp_path, ODD[odd])
+    handlers = [ODD[odd] for odd in sorted(ODD)] + [{"type": "shell", "command": "true"}]
+    assert _guarded(tmp_path / "project", tmp_path, handlers)
 
 
 # a value of the wrong type outside the hooks: the pinned CLI skips the whole file, hooks and all
@@ -113,13 +119,6 @@ SKIPPED = {
     "hooks-off-string": ({"disableAllHooks": "false"}, '"disableAllHooks" is "false"'),
     "env-list": ({"env": ["A=1"]}, '"env" is ["A=1"]'),
 }
-
-
-def test_the_guard_runs_beside_a_handler_of_a_type_claude_code_does_not_know(
-    tmp_path: Path,
-) -> None:
-    require("the Claude Code CLI (npm ci --prefix tests/claude_code_cli)", CLAUDE.exists())
-    assert _guarded(tmp_path / "project", tmp_path, {"type": "shell", "command": "true"})
 
 
 @pytest.mark.parametrize("odd", sorted(SKIPPED))
@@ -152,8 +151,9 @@ def test_install_refuses_a_file_claude_code_skips_whole(odd: str, tmp_path: Path
 KEPT = {"effort-number": {"effortLevel": 5}, "unknown-key": {"otelhooksNote": 5}}
 
 
-@pytest.mark.parametrize("odd", sorted(KEPT))
-def test_install_writes_beside_a_value_claude_code_drops(odd: str, tmp_path: Path) -> None:
+# both in one file, one session, as above: a file skipped for either runs no guard
+def test_install_writes_beside_a_value_claude_code_drops(tmp_path: Path) -> None:
     require("the Claude Code CLI (npm ci --prefix tests/claude_code_cli)", CLAUDE.exists())
     handler = {"type": "command", "command": "true"}
-    assert _guarded(tmp_path / "project", tmp_path, handler, KEPT[odd])
+    kept = {key: value for odd in sorted(KEPT) for key, value in KEPT[odd].items()}
+    assert _guarded(tmp_path / "project", tmp_path, [handler], kept)

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -301,16 +301,23 @@ class RawClient:
 
 @contextmanager
 def raw_stdio_gateway(
-    tmp: Path, hooks: Sequence[Path], server: Path = SERVER_APP, *, handshake: bool = True
+    tmp: Path,
+    hooks: Sequence[Path],
+    server: Path = SERVER_APP,
+    *,
+    handshake: bool = True,
+    extra: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
 ) -> Iterator[RawClient]:
-    """``otelhooks mcp -- python SERVER`` driven frame by frame (the session initialized unless
-    ``handshake`` is false); the server's calls are in ``tmp/calls.jsonl``."""
-    args = [*gateway_args(hooks, tmp / "traces.jsonl"), "--", sys.executable, str(server)]
+    """``otelhooks mcp [extra] -- python SERVER`` driven frame by frame (the session initialized
+    unless ``handshake`` is false), ``environ`` added to its environment; the server's calls are
+    in ``tmp/calls.jsonl``."""
+    args = [*gateway_args(hooks, tmp / "traces.jsonl", extra), "--", sys.executable, str(server)]
     proc = subprocess.Popen(
         [sys.executable, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env=env(tmp / "calls.jsonl"),
+        env={**env(tmp / "calls.jsonl"), **(environ or {})},
         cwd=tmp,
     )
     client = RawClient(proc)

@@ -8,6 +8,8 @@ client writes raw frames (the SDK's client cannot send malformed ones)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -15,17 +17,20 @@ from typing import Any
 
 import pytest
 
-from otelhooks.mcp._stdio import STALL_S
 from tests.mcp._harness import (
     DENY_NOTES,
     DENY_SCRIPT,
     RawClient,
     calls,
+    env,
+    gateway_args,
     raw_stdio_gateway,
     write_hooks,
 )
 
 pytestmark = pytest.mark.timeout(90)
+
+STALL_ENV = "OTELHOOKS_MCP_STALL_TIMEOUT"
 
 
 def _frame(**fields: Any) -> bytes:
@@ -143,10 +148,16 @@ def test_a_server_line_past_the_limit_fails_the_call_and_the_gateway_ends_with_i
     assert time.monotonic() - started < 15
 
 
+# the stall timeout given short (the default is STALL_S, 10 s), by the option or the variable
+STALL = {"option": (["--stall-timeout", "2"], {}), "env": ([], {STALL_ENV: "2"})}
+
+
+@pytest.mark.parametrize("given", sorted(STALL))
 def test_a_server_that_stops_reading_fails_every_waiting_call_and_the_gateway_ends(
-    tmp_path: Path,
+    tmp_path: Path, given: str
 ) -> None:
-    with raw_gateway(tmp_path, broken=True) as client:
+    extra, environ = STALL[given]
+    with raw_stdio_gateway(tmp_path, [], BROKEN_SERVER, extra=extra, environ=environ) as client:
         client.send(_frame(id=12, method="tools/call", params={"name": "deaf", "arguments": {}}))
         # more than a pipe holds: the gateway's write to the deaf server cannot complete
         big = {"name": "garble", "arguments": {"pad": "x" * (1 << 20)}}
@@ -157,8 +168,34 @@ def test_a_server_that_stops_reading_fails_every_waiting_call_and_the_gateway_en
         code = client.proc.wait(30)
     assert sorted(a["id"] for a in answers) == [12, 13]
     assert all(a["error"]["code"] == -32000 for a in answers)
+    assert all("read no input for 2 s" in a["error"]["message"] for a in answers)
     assert code == 1
-    assert time.monotonic() - started < STALL_S + 5
+    assert time.monotonic() - started < 2 + 5
+
+
+@pytest.mark.parametrize(
+    ("extra", "environ", "named"),
+    [
+        (["--stall-timeout", "0"], {}, "argument --stall-timeout: must be a positive number"),
+        (["--stall-timeout", "nan"], {}, "argument --stall-timeout: must be a positive number"),
+        (["--stall-timeout", "soon"], {}, "argument --stall-timeout: not a number: 'soon'"),
+        ([], {STALL_ENV: "inf"}, f"{STALL_ENV}: must be a positive number of seconds, not inf"),
+        ([], {STALL_ENV: "-1"}, f"{STALL_ENV}: must be a positive number of seconds, not -1"),
+    ],
+    ids=["zero", "nan", "word", "env-inf", "env-negative"],
+)
+def test_a_stall_timeout_that_is_no_positive_number_stops_the_gateway_at_start(
+    tmp_path: Path, extra: list[str], environ: dict[str, str], named: str
+) -> None:
+    args = [*gateway_args([], tmp_path / "traces.jsonl", extra), "--", sys.executable, "-V"]
+    done = subprocess.run(
+        [sys.executable, *args],
+        env={**env(tmp_path / "calls.jsonl"), **environ},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert named in done.stderr
+    assert done.stdout == ""
 
 
 def test_an_unreadable_server_answer_fails_its_call_at_once(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ test in ``tests/reliability/`` is named there."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -30,13 +31,16 @@ def named_tests(doc: Path) -> set[tuple[str, str]]:
     return set(REFERENCE.findall(text))
 
 
-def defined_tests(path: Path) -> set[str]:
+# each file once: the section names about a thousand tests in a hundred files, and parsing the
+# file again per name cost tens of seconds on a loaded machine
+@functools.cache
+def defined_tests(path: Path) -> frozenset[str]:
     tree = ast.parse(path.read_text())
-    return {
+    return frozenset(
         node.name
         for node in tree.body
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
-    }
+    )
 
 
 @pytest.mark.parametrize("doc", sections(), ids=lambda p: p.name)
