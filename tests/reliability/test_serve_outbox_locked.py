@@ -85,7 +85,9 @@ def test_one_sessions_enqueue_into_a_locked_outbox_does_not_hold_up_anothers_gua
                 rm = _hook(tmp_path, "guarded", "PreToolUse", {"command": "rm -rf /"})
                 guarded, took = _post(server.url, rm)
                 first.join(60)
-                delivered = receiver.wait_for("/q", 2)  # directly, while still locked
+                # directly, while still locked: the recorder's, then the denied call's (its
+                # enqueue waits out SQLite's busy timeout off the event loop, then falls back)
+                delivered = receiver.wait_for("/q", 3, timeout_s=60)
             finally:
                 neighbour.kill()
                 neighbour.wait(10)
@@ -99,5 +101,10 @@ def test_one_sessions_enqueue_into_a_locked_outbox_does_not_hold_up_anothers_gua
     assert took < 1.5, took
     assert recorded[0][0].status_code == 200
     assert recorded[0][1] < 1.5, recorded[0][1]  # was 5.1 s
-    assert len(delivered) == 2
+    calls = sorted(r.json()["toolCallId"] for r in delivered)
+    assert calls == [  # each once
+        "toolu_first_PostToolUse",
+        "toolu_guarded_PreToolUse",
+        "toolu_recorder_PostToolUse",
+    ]
     assert "outbox unavailable, falling back to fetch" in server.output()
