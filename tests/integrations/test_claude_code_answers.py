@@ -128,7 +128,9 @@ def _at(doc: Any, path: str) -> Any:
 def test_the_table_names_every_event_claude_code_lets_a_hook_decide() -> None:
     from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 
-    assert {row[0] for row in ROWS} == ANSWERING_EVENTS
+    # PreModelSwitch postdates the docs' mirror the table cites line by line (hooks.md): its
+    # answer is held by the real CLI in tests/claude_code_cli/test_model_switch.py
+    assert {row[0] for row in ROWS} == ANSWERING_EVENTS - {"PreModelSwitch"}
 
 
 @pytest.mark.parametrize(

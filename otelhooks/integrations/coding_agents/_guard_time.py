@@ -37,12 +37,16 @@ MARGIN_S: Final = 5.0
 
 
 def _timed(hook: Any) -> bool:
-    """A hook whose time counts: it runs (not ``disabled``) and is no approval (an approval
-    holds a call for a person, and has its own rule: ``longest_approval_of``)."""
+    """A hook whose time counts: it runs (not ``disabled``), before the answer (a notification
+    is queued on the deliverer, so the answer never waits for it, and it decides nothing) and
+    is no approval (an approval holds a call for a person, and has its own rule:
+    ``longest_approval_of``)."""
     from otelhooks._actions._approval import ApprovalAction
 
-    return getattr(hook, "mode", "enforce") != "disabled" and not isinstance(
-        hook.action, ApprovalAction
+    return (
+        getattr(hook, "mode", "enforce") != "disabled"
+        and not getattr(hook, "notifies", False)
+        and not isinstance(hook.action, ApprovalAction)
     )
 
 
@@ -53,8 +57,9 @@ def guards_s(hooks: Iterable[Any]) -> float:
     Example:
         >>> import otelhooks
         >>> slow = {"id": "g", "type": "PreToolUse", "command": "true", "timeout": 20}
-        >>> oh = otelhooks.configure(hooks=[slow], set_global=False, otlp=False)
-        >>> guards_s(oh.engine.registry.hooks())
+        >>> told = {"id": "n", "type": "PostToolUse", "webhook": {"url": "http://127.0.0.1:9/"}}
+        >>> oh = otelhooks.configure(hooks=[slow, told], set_global=False, otlp=False)
+        >>> guards_s(oh.engine.registry.hooks())  # the queued notification is not waited for
         21.0
         >>> oh.shutdown().ok
         True
