@@ -21,13 +21,13 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-import structlog
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from opentelemetry import trace
 
 from otelhooks._encoding import dumps
 from otelhooks._instrument import Step
+from otelhooks.integrations._unguarded import not_enforced
 
 __all__ = [
     "NamedOnce",
@@ -39,8 +39,6 @@ __all__ = [
     "server_tool_calls",
     "warn_provider_tools",
 ]
-
-_log = structlog.get_logger("otelhooks")
 
 
 class UnguardedToolWarning(UserWarning):
@@ -170,19 +168,7 @@ def record_server_tools(
             ) as call,
         ):
             if not call.should_run:
-                decision = "mocked" if call.mocked else "denied"
-                _log.warning(
-                    "a tool hook decided on a call otelhooks cannot stop: not enforced",
-                    tool=call.matcher_value,
-                    decision=decision,
-                    why="the model's provider runs this tool, not a LangChain tool",
-                )
-                call.fail(
-                    UnguardedToolCall(
-                        f"a hook {decision} {call.matcher_value!r}, a tool the model's provider "
-                        "runs itself: not enforced"
-                    )
-                )
+                not_enforced(call, UnguardedToolCall, "the model's provider")
                 continue
             block = result if isinstance(result, dict) else {}
             output = block.get("output")

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import structlog
 from opentelemetry import trace
 
 from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument import Step
+from otelhooks.integrations._unguarded import not_enforced
 from otelhooks.integrations.openai_agents._guard import parse_args
 
 __all__ = ["UnguardedToolCall", "record_hosted"]
 
-_log = structlog.get_logger("otelhooks")
 
 # the model's item type -> the name of the tool that made it (None: the item's own ``name``)
 _TOOLS: Final[dict[str, str | None]] = {
@@ -99,19 +98,7 @@ async def record_hosted(
                 identifier or agent, name, args, tool_call_id=call_id, tool_type="extension"
             ) as call:
                 if not call.should_run:
-                    decision = "mocked" if call.mocked else "denied"
-                    _log.warning(
-                        "a tool hook decided on a call otelhooks cannot stop: not enforced",
-                        tool=call.matcher_value,
-                        decision=decision,
-                        why="the model's API or the SDK runs this tool, not a hooked callable",
-                    )
-                    call.fail(
-                        UnguardedToolCall(
-                            f"a hook {decision} {call.matcher_value!r}, a tool otelhooks cannot "
-                            "stop (the model's API or the SDK runs it): not enforced"
-                        )
-                    )
+                    not_enforced(call, UnguardedToolCall, "the model's API or the SDK")
                     continue
                 failed = fields.get("status") in ("failed", "incomplete") or "error" in fields
                 result = {k: v for k, v in fields.items() if k in _RESULTS}
