@@ -275,6 +275,34 @@ def combine(
     return out, lost
 
 
+def _strongest(
+    answers: Sequence[HookAnswer], defer: str | None = None
+) -> tuple[int, str, str | None, str] | None:
+    """The strongest permission decision of ``answers`` (deny > ask > allow), its reason and
+    hook; a ``defer`` read as ``defer`` when given (an event that has none)."""
+    best: tuple[int, str, str | None, str] | None = None
+    for a in answers:
+        decision, reason = _permission(a)
+        if decision is None:
+            continue
+        if defer is not None and decision == "defer":
+            decision = defer
+        if best is None or _RANK[decision] > best[0]:
+            best = (_RANK[decision], decision, reason, a.hook_id)
+    return best
+
+
+def _decide(specific: dict[str, Any], best: tuple[int, str, str | None, str]) -> str:
+    """Write ``best``'s decision and reason (a deny's named by its hook when it gave none)."""
+    _, decision, reason, hook_id = best
+    specific["permissionDecision"] = decision
+    if decision == "deny":
+        reason = reason or f"Blocked by hook {hook_id}."
+    if reason:
+        specific["permissionDecisionReason"] = reason
+    return decision
+
+
 def _pre_tool_use(
     answers: Sequence[HookAnswer],
     out: dict[str, Any],
@@ -282,13 +310,7 @@ def _pre_tool_use(
     updated_input: Mapping[str, Any] | None,
     stops: Sequence[HookAnswer],
 ) -> None:
-    best: tuple[int, str, str | None, str] | None = None
-    for a in answers:
-        decision, reason = _permission(a)
-        if decision is None:
-            continue
-        if best is None or _RANK[decision] > best[0]:
-            best = (_RANK[decision], decision, reason, a.hook_id)
+    best = _strongest(answers)
     if stops:
         # continue: false ends the operation; in -p mode only a deny keeps the tool from running
         best = (_RANK["deny"], "deny", out.get("stopReason"), stops[0].hook_id)
@@ -299,12 +321,7 @@ def _pre_tool_use(
             specific["permissionDecisionReason"] = "arguments rewritten by an otelhooks hook"
             specific["updatedInput"] = dict(updated_input)
         return
-    _, decision, reason, hook_id = best
-    specific["permissionDecision"] = decision
-    if decision == "deny":
-        reason = reason or f"Blocked by hook {hook_id}."
-    if reason:
-        specific["permissionDecisionReason"] = reason
+    decision = _decide(specific, best)
     if updated_input is not None and decision in ("allow", "ask"):
         specific["updatedInput"] = dict(updated_input)
 
@@ -312,22 +329,9 @@ def _pre_tool_use(
 def _model_switch(answers: Sequence[HookAnswer], specific: dict[str, Any]) -> None:
     """A ``PreModelSwitch``'s decision, by ``PreToolUse``'s contract (Claude Code 2.1.332):
     deny > ask > allow, a block a deny; a ``defer``, which it has not, is a deny."""
-    best: tuple[int, str, str | None, str] | None = None
-    for a in answers:
-        decision, reason = _permission(a)
-        if decision is None:
-            continue
-        decision = "deny" if decision == "defer" else decision
-        if best is None or _RANK[decision] > best[0]:
-            best = (_RANK[decision], decision, reason, a.hook_id)
-    if best is None:
-        return
-    _, decision, reason, hook_id = best
-    specific["permissionDecision"] = decision
-    if decision == "deny":
-        reason = reason or f"Blocked by hook {hook_id}."
-    if reason:
-        specific["permissionDecisionReason"] = reason
+    best = _strongest(answers, defer="deny")
+    if best is not None:
+        _decide(specific, best)
 
 
 def deny_unaskable(output: dict[str, Any], agent: str) -> None:
