@@ -47,14 +47,28 @@ EVENTS = {
 }
 
 
+# how long past its due time a late answer may end the process: the answer's clock is a thread,
+# and on a loaded machine it waits its turn. Measured from the time the bridge itself gave, so
+# the interpreter's start and the imports before the clock (10-20 s at a load of 20) are not in
+# it; a process kept until the CLI's timeout still is.
+GRACE_S = 8
+
+
 def _bridge(
     project: Path, dialect: str, *flags: str, answer_s: str = "2"
 ) -> tuple[int, str, str, float]:
+    """Exit code, stdout, stderr, and how long past its due time the answer came."""
     event = {"session_id": "s1", "tool_input": {"command": "rm -rf build"}, **EVENTS[dialect]}
     done = one_process(
-        project, event, *flags, dialect=dialect, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S=answer_s
+        project,
+        event,
+        *flags,
+        dialect=dialect,
+        clocked=True,
+        OTELHOOKS_BRIDGE_DAEMON_ANSWER_S=answer_s,
     )
-    return done.returncode, done.stdout, done.stderr, done.seconds
+    assert done.past_due is not None
+    return done.returncode, done.stdout, done.stderr, done.past_due
 
 
 @pytest.mark.parametrize("dialect", ["claude-code", "codex", "gemini"])
@@ -64,22 +78,22 @@ def test_a_guard_that_hangs_is_denied_in_time_under_fail_closed(
 ) -> None:
     (tmp_path / "otelhooks.yaml").write_text(HOOKS)
     (tmp_path / "guard.py").write_text(guard)
-    code, stdout, stderr, seconds = _bridge(tmp_path, dialect, "--fail-closed")
+    code, stdout, stderr, past_due = _bridge(tmp_path, dialect, "--fail-closed")
     assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     assert deny_reason(dialect, stdout) == (
         "otelhooks could not check this tool call (fail-closed): no answer within 2 s"
     )
     assert "gave no answer in time" in stderr
-    assert seconds < 15
+    assert 0 <= past_due < GRACE_S  # at its time, not before
 
 
 def test_without_fail_closed_a_guard_that_hangs_is_a_failing_hook_in_time(tmp_path: Path) -> None:
     (tmp_path / "otelhooks.yaml").write_text(HOOKS)
     (tmp_path / "guard.py").write_text(HANGS_IN_THE_CALL)
-    code, stdout, stderr, seconds = _bridge(tmp_path, "codex")
+    code, stdout, stderr, past_due = _bridge(tmp_path, "codex")
     assert (code, stdout) == (1, "")
     assert "otelhooks codex: no answer within 2 s" in stderr
-    assert seconds < 15
+    assert 0 <= past_due < GRACE_S  # at its time, not before
 
 
 def test_an_answer_in_time_is_the_guards_and_an_approval_hook_extends_the_time(
@@ -155,13 +169,13 @@ def test_a_guard_that_blocks_when_it_fails_is_a_deny_when_no_answer_came_in_time
 ) -> None:
     (tmp_path / "otelhooks.yaml").write_text(SLOW_NEIGHBOURS.replace("ON_ERROR", "block"))
     (tmp_path / "guard.py").write_text("def guard(event):\n    pass\n")
-    code, stdout, stderr, seconds = _bridge(tmp_path, dialect)  # no --fail-closed
+    code, stdout, stderr, past_due = _bridge(tmp_path, dialect)  # no --fail-closed
     assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     assert deny_reason(dialect, stdout) == (
         "otelhooks could not check this tool call (fail-closed): "
         "no answer within 2 s (hook policy blocks when it fails)"
     )
-    assert seconds < 15
+    assert 0 <= past_due < GRACE_S  # at its time, not before
 
 
 def test_a_guard_that_continues_when_it_fails_leaves_the_late_answer_a_failing_hook(
@@ -327,12 +341,15 @@ def test_a_late_redaction_that_blocks_when_it_fails_withholds_the_output(
         "tool_response": {"stdout": "KEY=S-42-SECRET", "stderr": ""},
         **TOOL_ENDS[dialect],
     }
-    done = one_process(tmp_path, event, dialect=dialect, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="2")
+    done = one_process(
+        tmp_path, event, dialect=dialect, clocked=True, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="2"
+    )
     # Codex's block is exit 2 too (read behind a line a BASH_ENV file prints)
     assert done.returncode == (2 if dialect == "codex" else 0), done.stderr
     assert "S-42" not in done.stdout
     assert "blocks when it fails" in done.stdout
-    assert done.seconds < 15
+    assert done.past_due is not None
+    assert 0 <= done.past_due < GRACE_S
 
 
 def test_the_daemon_withholds_a_late_redactions_output_too(tmp_path: Path) -> None:
