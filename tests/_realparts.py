@@ -39,7 +39,7 @@ def require(component: str, available: bool) -> None:
     pytest.skip(f"{component} is not installed")
 
 
-def wait_for_port(port: int, timeout_s: float = 10.0) -> None:
+def wait_for_port(port: int, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with socket.socket() as s:

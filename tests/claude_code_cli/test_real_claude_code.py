@@ -207,7 +207,7 @@ def otelhooks_serve(project: Path, tmp_path: Path) -> Iterator[tuple[str, Webhoo
             stderr=subprocess.STDOUT,
         )
         try:
-            wait_for_port(port, 15)
+            wait_for_port(port, 60)
             yield f"http://127.0.0.1:{port}", sink, hooks_file
         finally:
             if proc.poll() is None:
@@ -283,7 +283,7 @@ def test_http_hooks_into_serve_deny_allow_and_join_claude_telemetry(
 
 
 def _tree(path: Path, session: str) -> str:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:  # serve writes the joined spans in batches (every 0.5 s)
         result = subprocess.run(
             [
@@ -309,7 +309,7 @@ def _tree(path: Path, session: str) -> str:
 def _get_events(url: str) -> list[dict[str, Any]]:
     import httpx
 
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         response = httpx.get(
             f"{url}/v1/events",
@@ -324,7 +324,7 @@ def _get_events(url: str) -> list[dict[str, Any]]:
 
 
 def _exported_spans(sink: WebhookServer, done: Any) -> list[Any]:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         spans = []
         for request in sink.requests("/v1/traces"):

@@ -49,7 +49,7 @@ hooks:
 
 
 def _wait_for(traces: Path, text: str) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while text not in (traces.read_text() if traces.exists() else ""):
         assert time.monotonic() < deadline, f"no span of {text} in {traces}"
         time.sleep(0.05)
