@@ -23,6 +23,7 @@ from opentelemetry.trace import NoOpTracer
 
 from otelhooks import HooksEngine
 from otelhooks.mcp import McpGateway
+from tests._realparts import written_lines
 from tests.mcp._harness import (
     SSE,
     answer,
@@ -111,8 +112,8 @@ def _check(tmp: Path, refused: MCPError, blocked: Any) -> None:
     assert second["attributes"]["otelhooks.tool.outcome"] == "blocked"
     for span in (first, second):
         assert "otelhooks.tool_result_persist" in [e["name"] for e in span["events"]]
-    wait_for(lambda: (tmp / "observed.jsonl").exists(), "the observers")
-    wait_for(lambda: len((tmp / "observed.jsonl").read_text().splitlines()) == 2, "both observers")
+    # each observer opens the file, then writes its line: wait for both lines, whole
+    wait_for(lambda: written_lines(tmp / "observed.jsonl").count("\n") == 2, "both observers")
     observed = [json.loads(line) for line in (tmp / "observed.jsonl").read_text().splitlines()]
     assert {"error": "bad token ***", "type": "-32001"} in observed
     assert "S-42-SECRET" not in json.dumps(observed)
