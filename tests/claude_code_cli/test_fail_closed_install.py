@@ -26,9 +26,16 @@ import pytest
 
 from otelhooks.integrations.claude_code import install
 from tests._realparts import free_port
-from tests.coding_agents_cli._runs import CLAUDE, CliRun, need_cli, run_claude, skip_reason
+from tests.coding_agents_cli._runs import (
+    CLAUDE,
+    CLI_TEST_S,
+    CliRun,
+    need_cli,
+    run_claude,
+    skip_reason,
+)
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 ALLOW_ALL = "hooks:\n  - {id: look, type: PostToolUse, command: 'true'}\n"
 RM = [{"id": "call_rm", "tool": "Bash", "args": {"command": "rm -r victim"}}]

@@ -25,9 +25,10 @@ from otelhooks.integrations.claude_code import install, session_trace_id
 from tests._realparts import free_port, require, wait_for_port
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.coding_agents_cli._runs import CLI_TEST_S
 from tests.reliability._serve_proc import INGEST, ServeProc
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 HERE = Path(__file__).parent
 CLAUDE = HERE / "node_modules" / ".bin" / "claude"
