@@ -41,20 +41,26 @@ from tests.mcp._harness import (
 pytestmark = pytest.mark.timeout(90)
 
 SERVER = Path(__file__).with_name("resumable_server.py")
+# a minute each: a hook past its time goes on without it (the default on_error), and on a
+# loaded machine the first call, which loads the script, took past the default 10 s: the
+# unredacted error reached the client
 HOOKS = """
 hooks:
   - id: redact
     type: tool_result_persist
     matcher: "^check_token$"
     script: hooks.py:redact
+    timeout: 60
   - id: no-tokens
     type: tool_result_persist
     matcher: "^check_token$"
     script: hooks.py:block_tokens
+    timeout: 60
   - id: failed
     type: onToolCallError
     matcher: "^check_token$"
     script: hooks.py:failed
+    timeout: 60
 """
 SCRIPT = """
 import json
