@@ -31,6 +31,13 @@ def free_port() -> int:
         return port
 
 
+def written_lines(path: Path) -> str:
+    """The whole lines of ``path`` (none when it does not exist yet): a writer opens the file
+    before it writes, and a line of more than a page can be read half written."""
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return text[: text.rfind("\n") + 1]
+
+
 def require(component: str, available: bool) -> None:
     if available:
         return
@@ -39,7 +46,7 @@ def require(component: str, available: bool) -> None:
     pytest.skip(f"{component} is not installed")
 
 
-def wait_for_port(port: int, timeout_s: float = 10.0) -> None:
+def wait_for_port(port: int, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with socket.socket() as s:

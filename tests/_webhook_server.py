@@ -112,7 +112,7 @@ class WebhookServer:
         with self._cond:
             return [r for r in self.received if r.path == path]
 
-    def wait_for(self, path: str, count: int = 1, timeout_s: float = 10.0) -> list[Received]:
+    def wait_for(self, path: str, count: int = 1, timeout_s: float = 30.0) -> list[Received]:
         with self._cond:
             self._cond.wait_for(
                 lambda: len([r for r in self.received if r.path == path]) >= count, timeout_s

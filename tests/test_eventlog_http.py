@@ -225,7 +225,7 @@ def test_long_polls_beyond_the_bound_get_503(start_server: StartServer) -> None:
     ]
     for p in pollers:
         p.start()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while server.app.waiting < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert server.app.waiting == 2
@@ -249,7 +249,7 @@ def test_a_client_that_goes_away_frees_its_long_poll_slot(start_server: StartSer
             headers=AUTH,
             timeout=httpx.Timeout(5, read=0.3),
         )
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while server.app.waiting and time.monotonic() < deadline:
         time.sleep(0.01)
     assert server.app.waiting == 0

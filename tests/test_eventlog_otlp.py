@@ -92,7 +92,7 @@ class Receiver:
 
     def records(self, count: int) -> list[EventRecord]:
         got: list[EventRecord] = []
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         with EventLogClient(self.url, token=TOKEN, wait_timeout=2) as client:
             while len(got) < count and time.monotonic() < deadline:
                 got.extend(client.wait())

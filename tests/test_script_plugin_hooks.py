@@ -196,7 +196,7 @@ def _scripts_that_load_each_other(tmp_path: Path) -> tuple[Path, Path]:
             f"""
             import os, time, otelhooks
             open({str(tmp_path / f"started-{me}")!r}, "w").close()
-            give_up = time.monotonic() + 5
+            give_up = time.monotonic() + 30
             while not os.path.exists({str(tmp_path / f"started-{other}")!r}):
                 if time.monotonic() > give_up:
                     break

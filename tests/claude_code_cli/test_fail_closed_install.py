@@ -26,9 +26,16 @@ import pytest
 
 from otelhooks.integrations.claude_code import install
 from tests._realparts import free_port
-from tests.coding_agents_cli._runs import CLAUDE, CliRun, need_cli, run_claude, skip_reason
+from tests.coding_agents_cli._runs import (
+    CLAUDE,
+    CLI_TEST_S,
+    CliRun,
+    need_cli,
+    run_claude,
+    skip_reason,
+)
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 ALLOW_ALL = "hooks:\n  - {id: look, type: PostToolUse, command: 'true'}\n"
 RM = [{"id": "call_rm", "tool": "Bash", "args": {"command": "rm -r victim"}}]
@@ -116,16 +123,18 @@ def stopped_daemon() -> Iterator[list[int]]:
 
 def test_a_stopped_daemon(project: Path, tmp_path: Path, stopped_daemon: list[int]) -> None:
     settings = _install(project, fail_closed=True)
-    # Claude Code gives up on the hook before the hook client finds the daemon stopped (3 s:
-    # test_stopped_daemon.py) and answers through the one-process bridge (which allows here)
-    _edit_entry(settings, timeout=2)
     run_dir = tmp_path / "run"
     env = {"XDG_RUNTIME_DIR": str(run_dir), "OTELHOOKS_BRIDGE_DAEMON_IDLE": "60"}
     touch = [{"id": "call_touch", "tool": "Bash", "args": {"command": "touch started"}}]
+    # with the entry's own timeout: the first event starts the daemon, which on a loaded
+    # machine takes longer than the 2 s below (Claude Code then blocked the touch)
     first = run_claude(project, tmp_path / "home", touch, extra_env=env)  # starts the daemon
     assert first.returncode == 0, skip_reason(first)
-    assert (project / "started").exists()
+    assert (project / "started").exists(), first.told()
     pid = _daemon_pid(run_dir)
+    # Claude Code gives up on the hook before the hook client finds the daemon stopped (3 s:
+    # test_stopped_daemon.py) and answers through the one-process bridge (which allows here)
+    _edit_entry(settings, timeout=2)
     os.kill(pid, signal.SIGSTOP)
     stopped_daemon.append(pid)
     _blocked(project, _rm(project, tmp_path, env))

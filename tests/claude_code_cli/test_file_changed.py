@@ -17,8 +17,9 @@ from otelhooks.integrations.claude_code import install
 from tests._realparts import require
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
 from tests.claude_code_cli.test_real_claude_code import CLAUDE, _flat_json_spans, _run_claude
+from tests.coding_agents_cli._runs import CLI_TEST_S
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 
 @pytest.fixture

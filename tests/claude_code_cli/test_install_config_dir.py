@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.claude_code import install_project, uninstall_project
-from tests.coding_agents_cli._runs import CLAUDE, need_cli, run_claude, skip_reason
+from tests.coding_agents_cli._runs import CLAUDE, CLI_TEST_S, need_cli, run_claude, skip_reason
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 GUARD = """\
 hooks:

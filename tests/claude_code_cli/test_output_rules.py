@@ -20,9 +20,9 @@ import pytest
 
 from otelhooks.integrations.claude_code import install
 from otelhooks.testing import TestPipeline
-from tests.coding_agents_cli._runs import CLAUDE, need_cli, run_claude, skip_reason
+from tests.coding_agents_cli._runs import CLAUDE, CLI_TEST_S, need_cli, run_claude, skip_reason
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 # the bridge daemon an installed hook starts leaves soon after the test
 BRIDGE_ENV = {"OTELHOOKS_BRIDGE_DAEMON_IDLE": "3"}
 

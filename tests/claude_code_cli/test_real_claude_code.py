@@ -25,9 +25,10 @@ from otelhooks.integrations.claude_code import install, session_trace_id
 from tests._realparts import free_port, require, wait_for_port
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.coding_agents_cli._runs import CLI_TEST_S
 from tests.reliability._serve_proc import INGEST, ServeProc
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 HERE = Path(__file__).parent
 CLAUDE = HERE / "node_modules" / ".bin" / "claude"
@@ -207,7 +208,7 @@ def otelhooks_serve(project: Path, tmp_path: Path) -> Iterator[tuple[str, Webhoo
             stderr=subprocess.STDOUT,
         )
         try:
-            wait_for_port(port, 15)
+            wait_for_port(port, 60)
             yield f"http://127.0.0.1:{port}", sink, hooks_file
         finally:
             if proc.poll() is None:
@@ -283,7 +284,7 @@ def test_http_hooks_into_serve_deny_allow_and_join_claude_telemetry(
 
 
 def _tree(path: Path, session: str) -> str:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:  # serve writes the joined spans in batches (every 0.5 s)
         result = subprocess.run(
             [
@@ -309,7 +310,7 @@ def _tree(path: Path, session: str) -> str:
 def _get_events(url: str) -> list[dict[str, Any]]:
     import httpx
 
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         response = httpx.get(
             f"{url}/v1/events",
@@ -324,7 +325,7 @@ def _get_events(url: str) -> list[dict[str, Any]]:
 
 
 def _exported_spans(sink: WebhookServer, done: Any) -> list[Any]:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         spans = []
         for request in sink.requests("/v1/traces"):

@@ -19,10 +19,10 @@ import pytest
 from otelhooks.integrations.claude_code import install, install_project
 from tests._realparts import free_port
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
-from tests.coding_agents_cli._runs import CLAUDE, need_cli, run_claude, skip_reason
+from tests.coding_agents_cli._runs import CLAUDE, CLI_TEST_S, need_cli, run_claude, skip_reason
 from tests.reliability._serve_proc import INGEST, ServeProc
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 # the bridge daemon an installed hook starts leaves soon after the test
 BRIDGE_ENV = {"OTELHOOKS_BRIDGE_DAEMON_IDLE": "3"}

@@ -15,9 +15,16 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.claude_code import install_project
-from tests.coding_agents_cli._runs import CLAUDE, REPO, need_cli, run_claude, skip_reason
+from tests.coding_agents_cli._runs import (
+    CLAUDE,
+    CLI_TEST_S,
+    REPO,
+    need_cli,
+    run_claude,
+    skip_reason,
+)
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 PADDED = "rm -rf victim # " + "x" * 70_000  # past the 64 KiB of $HOOK_TOOL_INPUT
 # the bridge daemon an installed hook starts leaves soon after the test

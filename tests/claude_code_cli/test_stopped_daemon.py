@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.claude_code import install
-from tests.coding_agents_cli._runs import CLAUDE, need_cli, run_claude, skip_reason
+from tests.coding_agents_cli._runs import CLAUDE, CLI_TEST_S, need_cli, run_claude, skip_reason
 from tests.integrations._daemon_procs import daemon_pid, until_gone
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 GUARD = """\
 hooks:

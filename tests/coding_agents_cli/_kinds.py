@@ -140,7 +140,7 @@ def capture(cli: str, root: Path) -> tuple[CliRun, dict[str, list[dict[str, Any]
         codex_config(home, trusted=project)
         run = run_codex(project, home, steps)
     elif cli == "gemini":
-        run = run_gemini(project, home, steps, timeout_s=150)
+        run = run_gemini(project, home, steps)
     else:
         run = run_claude(project, home, steps)
     events = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []

@@ -44,6 +44,10 @@ REPO = HERE.parent.parent
 CODEX = HERE / "node_modules" / ".bin" / "codex"
 GEMINI = HERE / "node_modules" / ".bin" / "gemini"
 CLAUDE = REPO / "tests" / "claude_code_cli" / "node_modules" / ".bin" / "claude"
+# how long one run of a real CLI may take: Gemini CLI took past 90 s to send its first request
+# at a load of 35 on 2 cores (a second at rest); a test of a CLI gets CLI_TEST_S
+CLI_RUN_S = 240
+CLI_TEST_S = 600
 # ``otelhooks serve`` beside a CLI (``serve_traces=``): alone in the namespace, its own port
 SERVE_PORT = 4319
 SERVE_URL = f"http://127.0.0.1:{SERVE_PORT}"
@@ -239,7 +243,7 @@ def run_codex(
     steps: Steps,
     *,
     extra_env: dict[str, str] | None = None,
-    timeout_s: float = 60,
+    timeout_s: float = CLI_RUN_S,
     bypass_hook_trust: bool = True,
     serve_traces: Path | None = None,
     settle_locks: Path | None = None,
@@ -314,7 +318,7 @@ def run_gemini(
     steps: Steps,
     *,
     extra_env: dict[str, str] | None = None,
-    timeout_s: float = 90,
+    timeout_s: float = CLI_RUN_S,
     settings: dict[str, Any] | None = None,
     serve_traces: Path | None = None,
     web_view: WebView | None = None,
@@ -362,7 +366,7 @@ def run_claude(
     home: Path,
     steps: Steps,
     *,
-    timeout_s: float = 90,
+    timeout_s: float = CLI_RUN_S,
     extra_env: dict[str, str] | None = None,
 ) -> CliRun:
     """``claude -p ...`` in ``project`` against the scripted Messages API of

@@ -19,6 +19,7 @@ import pytest
 from otelhooks import read_otlp_json_lines
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX,
     GEMINI,
     codex_config,
@@ -28,7 +29,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 HOOKS = """\
 hooks:

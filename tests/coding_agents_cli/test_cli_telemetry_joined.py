@@ -23,6 +23,7 @@ import pytest
 from otelhooks.integrations.claude_code import session_trace_id
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX,
     GEMINI,
     SERVE_TOKEN,
@@ -35,7 +36,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(200)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 STEPS = [("call_hi", "echo hi")]
 # Gemini CLI's telemetry settings: OTLP over HTTP to serve

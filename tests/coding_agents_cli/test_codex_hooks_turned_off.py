@@ -22,6 +22,7 @@ import pytest
 from otelhooks.integrations.coding_agents import install_agent
 from otelhooks.testing import run_cli
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX,
     CODEX_RM_GUARD,
     codex_config,
@@ -30,7 +31,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 OFF = "[features]\nhooks = false\n"
 ON = "[features]\nhooks = true\n"

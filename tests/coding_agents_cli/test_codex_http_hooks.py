@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX,
     RECORDER_URL,
     CliRun,
@@ -29,7 +30,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 STEPS = [("call_rm", "rm -r victim")]
 POST_STDIN = """\

@@ -22,9 +22,9 @@ import pytest
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._codex_mcp import bridge_env, configure_codex, guard_file, mcp_steps
-from tests.coding_agents_cli._runs import CODEX, need_cli, run_codex, skip_reason
+from tests.coding_agents_cli._runs import CLI_TEST_S, CODEX, need_cli, run_codex, skip_reason
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 # Codex CLI 0.171's PreToolUse of server ``my-files``'s tool, as its hook received it
 RENAMED_CALL = {

@@ -22,9 +22,16 @@ import pytest
 
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
-from tests.coding_agents_cli._runs import CODEX, codex_config, need_cli, run_codex, skip_reason
+from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
+    CODEX,
+    codex_config,
+    need_cli,
+    run_codex,
+    skip_reason,
+)
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 CAPTURED = Path(__file__).parent / "captured"
 # what each guard prints for a tool call that holds `rm -r` (or, after the call, `cat secret`)

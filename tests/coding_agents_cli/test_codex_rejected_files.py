@@ -17,9 +17,16 @@ from typing import Any
 import pytest
 
 from otelhooks.integrations.coding_agents import hooks_path, install_agent
-from tests.coding_agents_cli._runs import CODEX, codex_config, need_cli, run_codex, skip_reason
+from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
+    CODEX,
+    codex_config,
+    need_cli,
+    run_codex,
+    skip_reason,
+)
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 GUARD = """\
 hooks:

@@ -20,9 +20,9 @@ import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._codex_mcp import bridge_env, configure_codex, guard_file, mcp_steps
-from tests.coding_agents_cli._runs import CODEX, REPO, need_cli, run_codex, skip_reason
+from tests.coding_agents_cli._runs import CLI_TEST_S, CODEX, REPO, need_cli, run_codex, skip_reason
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 
 def test_the_real_codex_cli_ignores_a_server_whose_name_has_a_space(

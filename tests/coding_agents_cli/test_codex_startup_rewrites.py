@@ -16,9 +16,16 @@ import pytest
 
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
-from tests.coding_agents_cli._runs import CODEX, codex_config, need_cli, run_codex, skip_reason
+from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
+    CODEX,
+    codex_config,
+    need_cli,
+    run_codex,
+    skip_reason,
+)
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 _ANSWER = {
     "hookSpecificOutput": {

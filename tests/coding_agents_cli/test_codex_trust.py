@@ -14,6 +14,7 @@ import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX,
     CODEX_RM_GUARD,
     codex_config,
@@ -22,7 +23,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 STEPS = [("call_rm", "rm -r victim")]
 

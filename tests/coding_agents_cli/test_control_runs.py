@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX,
     GEMINI,
     codex_config,
@@ -21,7 +22,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 
 def test_codex_deletes_the_folder_when_nothing_guards_it(project: Path, tmp_path: Path) -> None:

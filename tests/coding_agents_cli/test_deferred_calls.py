@@ -17,6 +17,7 @@ import pytest
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX,
     GEMINI,
     codex_config,
@@ -26,7 +27,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 CAPTURED = Path(__file__).parent / "captured"
 DEFER = {

@@ -17,6 +17,7 @@ import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX,
     GEMINI,
     REPO,
@@ -27,7 +28,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 # a guard whose rule is a module of the user's, found through PYTHONPATH
 HOOKS = """\

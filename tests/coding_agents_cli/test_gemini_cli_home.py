@@ -18,9 +18,16 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
-from tests.coding_agents_cli._runs import GEMINI, gemini_settings, need_cli, run_gemini, skip_reason
+from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
+    GEMINI,
+    gemini_settings,
+    need_cli,
+    run_gemini,
+    skip_reason,
+)
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 REPO = Path(__file__).resolve().parents[2]
 GUARD = """\

@@ -27,6 +27,7 @@ import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     GEMINI,
     SERVE_TOKEN,
     SERVE_URL,
@@ -35,7 +36,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 APPROVAL = f"""\
 hooks:

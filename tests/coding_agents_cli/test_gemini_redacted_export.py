@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     GEMINI,
     REPO,
     SERVE_TOKEN,
@@ -30,7 +31,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(200)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 OTLP = {
     "OTEL_EXPORTER_OTLP_ENDPOINT": SERVE_URL,

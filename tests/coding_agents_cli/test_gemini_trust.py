@@ -15,6 +15,7 @@ import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX_RM_GUARD,
     GEMINI,
     gemini_settings,
@@ -23,7 +24,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 STEPS = [("call_rm", "rm -r victim")]
 # Gemini CLI's own default: folder trust on (the other tests turn it off)

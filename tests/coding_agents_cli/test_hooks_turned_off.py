@@ -26,6 +26,7 @@ import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     GEMINI,
     gemini_settings,
     need_cli,
@@ -33,7 +34,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 GUARD = """\
 hooks:

@@ -13,9 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.coding_agents_cli._runs import GEMINI, SERVE_URL, need_cli, run_gemini, skip_reason
+from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
+    GEMINI,
+    SERVE_URL,
+    need_cli,
+    run_gemini,
+    skip_reason,
+)
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 
 def test_gemini_discards_an_http_hook_and_says_so(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 from otelhooks.integrations.claude_code import session_trace_id
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX,
     GEMINI,
     codex_config,
@@ -28,7 +29,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 GUARD = """\
 hooks:

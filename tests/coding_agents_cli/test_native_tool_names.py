@@ -21,6 +21,7 @@ import pytest
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX,
     GEMINI,
     codex_config,
@@ -30,7 +31,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 HERE = Path(__file__).parent
 KINDS = HERE / "captured" / "kinds"

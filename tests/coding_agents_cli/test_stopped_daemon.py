@@ -18,6 +18,7 @@ import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
     CODEX,
     GEMINI,
     CliRun,
@@ -29,7 +30,7 @@ from tests.coding_agents_cli._runs import (
 )
 from tests.integrations._daemon_procs import daemon_pid, until_gone
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 GUARD = """\
 hooks:

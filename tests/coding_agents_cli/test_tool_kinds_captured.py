@@ -24,7 +24,7 @@ from tests.coding_agents_cli._kinds import (
     capture,
     fixture_name,
 )
-from tests.coding_agents_cli._runs import need_cli, skip_reason
+from tests.coding_agents_cli._runs import CLI_TEST_S, need_cli, skip_reason
 
 KINDS = [kind.removeprefix("@") for kind in KIND_NAMES]
 # Codex's apply_patch both writes and edits files (one tool for both kinds)
@@ -93,7 +93,7 @@ def test_a_kind_guard_denies_the_captured_call_in_the_clis_own_format(
         assert decision["permissionDecisionReason"] == f"no {kind} here"
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(CLI_TEST_S)
 @pytest.mark.parametrize("cli", list(KIND_CALLS))
 def test_the_installed_cli_sends_what_the_fixtures_hold(tmp_path: Path, cli: str) -> None:
     need_cli(CLI_PATHS[cli])

@@ -177,7 +177,7 @@ def test_an_instance_stopped_while_it_holds_a_call_withdraws_its_card(
         a.stop()
         answer = held.join()  # the approval blocks when it fails: a deny naming the stop
         assert answer.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
         while listed["pending"] and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -209,7 +209,7 @@ def test_a_claude_code_hook_that_gives_up_withdraws_its_card_on_every_instance(
             headers=AUTH,
             timeout=httpx.Timeout(5, read=1),
         )
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
     while listed["pending"] and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -253,7 +253,7 @@ def test_an_asker_killed_outright_has_its_card_withdrawn_on_every_instance(
         time.sleep(0.5)  # its long-poll is waiting on a
         child.send_signal(signal.SIGKILL)
         child.wait(20)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
         while listed["pending"] and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -280,7 +280,7 @@ def test_the_version_the_page_waits_on_is_the_same_on_every_instance(
     held.join()
     versions = set()
     for server in (a, b):
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             listed = httpx.get(f"{server.url}/v1/approvals", headers=AUTH).json()
             if listed["answered"]:
@@ -341,7 +341,7 @@ def test_the_answer_is_recorded_once_in_the_shared_event_log(pair: list[EventLog
     item = _pending(b.url)
     httpx.post(f"{b.url}/v1/approvals/{item['id']}", json={"decision": "deny"}, headers=AUTH)
     held.join()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     records: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
         body = httpx.get(f"{a.url}/v1/events", params={"since": 0}, headers=AUTH).json()

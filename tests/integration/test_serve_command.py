@@ -63,7 +63,7 @@ def server(hook_files: list[str]) -> Iterator[tuple[subprocess.Popen[str], int]]
     args = [a for f in hook_files for a in ("--hooks", f)]
     proc = start(*args, "--port", str(port), env={"OTELHOOKS_ADMIN_TOKEN": TOKEN})
     try:
-        wait_for_port(port, 20)
+        wait_for_port(port, 60)
         yield proc, port
     finally:
         if proc.poll() is None:

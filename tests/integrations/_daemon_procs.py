@@ -57,6 +57,9 @@ class Hooked:
     stdout: str
     stderr: str
     seconds: float
+    # how long after its answer was due (by the bridge's own clock) the process ended: the
+    # interpreter's start and imports, seconds on a loaded machine, are not in it
+    past_due: float | None = None
 
     def deny_reason(self) -> str:
         # Codex CLI's deny is exit 2 too (its reason on stderr), Claude Code's exit 0
@@ -89,28 +92,55 @@ def client_env(project: Path, runtime_dir: Path, **extra: str) -> dict[str, str]
 
 
 def one_process(
-    project: Path, event: dict[str, Any], *flags: str, dialect: str = "claude-code", **env: str
+    project: Path,
+    event: dict[str, Any],
+    *flags: str,
+    dialect: str = "claude-code",
+    clocked: bool = False,
+    **env: str,
 ) -> Hooked:
     """The one-process bridge (``python -m otelhooks DIALECT --hooks otelhooks.yaml FLAGS``) run
-    in ``project`` with ``event`` on stdin, its state file there unless ``env`` names one."""
+    in ``project`` with ``event`` on stdin, its state file there unless ``env`` names one.
+
+    ``clocked`` gives it the pipe a hook client gives it (``$OTELHOOKS_BRIDGE_LATE_FD``), on
+    which it says when its answer is due: ``past_due`` is then measured from that time."""
     environ = {
         **os.environ,
         "PYTHONPATH": str(REPO),
         "OTELHOOKS_BRIDGE_STATE": str(project / "state.sqlite3"),
         **env,
     }
+    told_r, told_w = os.pipe() if clocked else (-1, -1)
+    if clocked:
+        environ[hook_client.LATE_FD_ENV] = str(told_w)
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "otelhooks", dialect, "--hooks", "otelhooks.yaml", *flags],
-        input=json.dumps(event),
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=project,
-        timeout=60,
-        check=False,
-    )
-    return Hooked(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "otelhooks", dialect, "--hooks", "otelhooks.yaml", *flags],
+            input=json.dumps(event),
+            capture_output=True,
+            text=True,
+            env=environ,
+            cwd=project,
+            timeout=60,
+            check=False,
+            pass_fds=(told_w,) if clocked else (),
+        )
+        ended = time.monotonic()
+    except BaseException:
+        if clocked:
+            os.close(told_r)
+        raise
+    finally:
+        if clocked:
+            os.close(told_w)
+    past_due = None
+    if clocked:
+        with os.fdopen(told_r, encoding="utf-8") as told:
+            dues = [json.loads(line).get("due") for line in told.read().splitlines()]
+        assert any(dues), "the bridge never said when its answer was due"
+        past_due = ended - [due for due in dues if due][-1]
+    return Hooked(done.returncode, done.stdout, done.stderr, ended - started, past_due)
 
 
 def start_hook(

@@ -192,7 +192,7 @@ def test_the_join_memory_answers_while_a_transaction_waits_for_the_file(tmp_path
     thread = threading.Thread(target=sessions.begin_tool, args=("s-1", "toolu_2", "Bash", {}))
     thread.start()
     try:
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while not sessions._lock.locked():  # the tool use is in its transaction, waiting
             assert time.monotonic() < deadline
             time.sleep(0.005)

@@ -23,10 +23,12 @@ from tests.integrations._daemon_procs import (
     client_env,
     daemon_pid,
     deny_reason,
+    finish,
     gone,
     hook,
     one_process,
     runtime_folder,
+    start_hook,
     until_gone,
 )
 
@@ -48,14 +50,28 @@ EVENTS = {
 }
 
 
+# how long past its due time a late answer may end the process: the answer's clock is a thread,
+# and on a loaded machine it waits its turn. Measured from the time the bridge itself gave, so
+# the interpreter's start and the imports before the clock (10-20 s at a load of 20) are not in
+# it; a process kept until the CLI's timeout still is.
+GRACE_S = 8
+
+
 def _bridge(
     project: Path, dialect: str, *flags: str, answer_s: str = "2"
 ) -> tuple[int, str, str, float]:
+    """Exit code, stdout, stderr, and how long past its due time the answer came."""
     event = {"session_id": "s1", "tool_input": {"command": "rm -rf build"}, **EVENTS[dialect]}
     done = one_process(
-        project, event, *flags, dialect=dialect, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S=answer_s
+        project,
+        event,
+        *flags,
+        dialect=dialect,
+        clocked=True,
+        OTELHOOKS_BRIDGE_DAEMON_ANSWER_S=answer_s,
     )
-    return done.returncode, done.stdout, done.stderr, done.seconds
+    assert done.past_due is not None
+    return done.returncode, done.stdout, done.stderr, done.past_due
 
 
 @pytest.mark.parametrize("dialect", ["claude-code", "codex", "gemini"])
@@ -65,7 +81,7 @@ def test_a_guard_that_hangs_is_denied_in_time_under_fail_closed(
 ) -> None:
     (tmp_path / "otelhooks.yaml").write_text(HOOKS)
     (tmp_path / "guard.py").write_text(guard)
-    code, stdout, stderr, seconds = _bridge(tmp_path, dialect, "--fail-closed")
+    code, stdout, stderr, past_due = _bridge(tmp_path, dialect, "--fail-closed")
     assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     # a guard that hangs in its call was cut short (its 10 s timeout was not up): it says so
     cut = (
@@ -75,7 +91,7 @@ def test_a_guard_that_hangs_is_denied_in_time_under_fail_closed(
         f"otelhooks could not check this tool call (fail-closed): no answer within 2 s{cut}"
     )
     assert "gave no answer in time" in stderr
-    assert seconds < 15
+    assert 0 <= past_due < GRACE_S  # at its time, not before
 
 
 def test_without_fail_closed_hooks_that_never_loaded_are_a_failing_hook_in_time(
@@ -83,10 +99,10 @@ def test_without_fail_closed_hooks_that_never_loaded_are_a_failing_hook_in_time(
 ) -> None:
     (tmp_path / "otelhooks.yaml").write_text(HOOKS)
     (tmp_path / "guard.py").write_text(HANGS_ON_IMPORT)
-    code, stdout, stderr, seconds = _bridge(tmp_path, "codex")
+    code, stdout, stderr, past_due = _bridge(tmp_path, "codex")
     assert (code, stdout) == (1, "")  # no guard known to be cut short: a failing hook
     assert "otelhooks codex: no answer within 2 s" in stderr
-    assert seconds < 15
+    assert 0 <= past_due < GRACE_S  # at its time, not before
 
 
 @pytest.mark.parametrize("dialect", ["claude-code", "codex", "gemini"])
@@ -98,13 +114,13 @@ def test_without_fail_closed_a_guard_cut_short_is_denied_in_time(
     it was exit 1, a failing hook, and every CLI ran the tool."""
     (tmp_path / "otelhooks.yaml").write_text(HOOKS)
     (tmp_path / "guard.py").write_text(HANGS_IN_THE_CALL)
-    code, stdout, stderr, seconds = _bridge(tmp_path, dialect)
+    code, stdout, stderr, past_due = _bridge(tmp_path, dialect)
     assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     assert deny_reason(dialect, stdout) == (
         "otelhooks could not check this tool call (fail-closed): "
         "no answer within 2 s, less than hook guard may take (10 s, its timeout)"
     )
-    assert seconds < 15
+    assert 0 <= past_due < GRACE_S  # at its time, not before
 
 
 def test_an_answer_in_time_is_the_guards_and_an_approval_hook_extends_the_time(
@@ -180,13 +196,13 @@ def test_a_guard_that_blocks_when_it_fails_is_a_deny_when_no_answer_came_in_time
 ) -> None:
     (tmp_path / "otelhooks.yaml").write_text(SLOW_NEIGHBOURS.replace("ON_ERROR", "block"))
     (tmp_path / "guard.py").write_text("def guard(event):\n    pass\n")
-    code, stdout, stderr, seconds = _bridge(tmp_path, dialect)  # no --fail-closed
+    code, stdout, stderr, past_due = _bridge(tmp_path, dialect)  # no --fail-closed
     assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     assert deny_reason(dialect, stdout) == (
         "otelhooks could not check this tool call (fail-closed): "
         "no answer within 2 s (hook policy blocks when it fails)"
     )
-    assert seconds < 15
+    assert 0 <= past_due < GRACE_S  # at its time, not before
 
 
 def test_guards_that_continue_when_they_fail_but_were_cut_short_are_a_deny(
@@ -282,7 +298,7 @@ def test_a_guard_holding_the_interpreter_lock_is_denied_in_time_through_the_hook
         assert NO_ANSWER in second.stderr
         assert second.seconds < 12  # the 3 s probe of the daemon within the 7 s
         assert until_gone(daemon)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while _bridges_of(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _bridges_of(tmp_path) == []  # killed, not left matching for minutes
@@ -296,6 +312,7 @@ CRASHES = {
 }
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("crash", list(CRASHES))
 def test_a_guard_that_ends_its_process_is_answered_as_late_through_the_hook_client(
     tmp_path: Path, crash: str
@@ -306,21 +323,23 @@ def test_a_guard_that_ends_its_process_is_answered_as_late_through_the_hook_clie
     process ends the same way, and the one-process bridge after it."""
     (tmp_path / "otelhooks.yaml").write_text(LOCKING_GUARD)
     (tmp_path / "guard.py").write_text(CRASHES[crash])
+    # an answer time far past what a loaded machine takes to start the bridges (20-25 s at a
+    # load of 20): the late answer must come as the bridge ends, not when it is due
     expected = (
         "otelhooks could not check this tool call (fail-closed): "
-        "no answer within 25 s (hook policy blocks when it fails)"
+        "no answer within 120 s (hook policy blocks when it fails)"
     )
     with runtime_folder() as runtime:
-        env = client_env(tmp_path, runtime)
-        first = hook(env, bash("t1", "rm -rf build", session="s1"))
+        env = client_env(tmp_path, runtime, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="120")
+        first = finish(start_hook(env, bash("t1", "rm -rf build", session="s1")), 110)
         assert first.deny_reason() == expected
         assert "the bridge ended without an answer" in first.stderr
         daemon_pid(runtime)
-        second = hook(env, bash("t2", "rm -rf build", session="s2"))
+        second = finish(start_hook(env, bash("t2", "rm -rf build", session="s2")), 110)
         assert second.deny_reason() == expected
         assert NO_ANSWER in second.stderr
-    assert first.seconds < 10
-    assert second.seconds < 10
+    assert first.seconds < 60  # half the answer time
+    assert second.seconds < 60
 
 
 # A redaction that blocks when it fails and does not answer in time: the tool's output must not
@@ -357,12 +376,15 @@ def test_a_late_redaction_that_blocks_when_it_fails_withholds_the_output(
         "tool_response": {"stdout": "KEY=S-42-SECRET", "stderr": ""},
         **TOOL_ENDS[dialect],
     }
-    done = one_process(tmp_path, event, dialect=dialect, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="2")
+    done = one_process(
+        tmp_path, event, dialect=dialect, clocked=True, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="2"
+    )
     # Codex's block is exit 2 too (read behind a line a BASH_ENV file prints)
     assert done.returncode == (2 if dialect == "codex" else 0), done.stderr
     assert "S-42" not in done.stdout
     assert "blocks when it fails" in done.stdout
-    assert done.seconds < 15
+    assert done.past_due is not None
+    assert 0 <= done.past_due < GRACE_S
 
 
 def test_the_daemon_withholds_a_late_redactions_output_too(tmp_path: Path) -> None:

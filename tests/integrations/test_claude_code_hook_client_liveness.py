@@ -90,7 +90,7 @@ def _slow_event_with_the_socket_changed(
     assert hook(env, bash("toolu_1", "ls")).returncode == 0  # starts the daemon
     pid = daemon_pid(runtime_dir)
     started = start_hook(env, bash("toolu_2", "echo slow"))
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while not (tmp_path / "runs").exists():  # the daemon runs the slow hook
         assert time.monotonic() < deadline, "the daemon never ran the slow hook"
         time.sleep(0.02)

@@ -88,7 +88,7 @@ def _while_pending(
 
 def _exported(exported: InMemorySpanExporter) -> Any:
     """The request's span, once serve's batch exported it (every 0.5 s)."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         spans = [s for s in exported.get_finished_spans() if s.name == SPAN]
         if spans:
@@ -512,7 +512,7 @@ def test_a_guards_deny_of_a_permission_requests_changed_arguments_is_recorded_as
             output = _post_hook(server.url, asked)
             (denied,) = [r.json() for r in alerts.wait_for("/d")]
             span = _exported(exported)
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30
             tools: list[Any] = []
             while not tools and time.monotonic() < deadline:
                 tools = [s for s in exported.get_finished_spans() if s.name == "execute_tool Bash"]
@@ -572,7 +572,7 @@ def test_a_permission_request_a_hook_denies_ends_its_call_denied(
             assert _post_hook(server.url, pre) == {}
             output = _post_hook(server.url, asked)
             (denied,) = [r.json() for r in alerts.wait_for("/d")]
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30
             tools: list[Any] = []
             while not tools and time.monotonic() < deadline:
                 tools = [s for s in exported.get_finished_spans() if s.name == "execute_tool Bash"]

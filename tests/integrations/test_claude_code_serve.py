@@ -390,7 +390,7 @@ def test_claude_codes_tool_span_joins_the_session_trace_linked_to_the_hook_span(
 
 def _records(server: EventLogServer, session: str) -> list[dict[str, Any]]:
     (log,) = server.app.logs.values()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while True:
         records = [r.to_json() for r in log.read(0, 1000).records]
         mine = [r for r in records if r["session"] == session]

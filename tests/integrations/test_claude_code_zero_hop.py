@@ -125,7 +125,7 @@ def _hold_the_runner(pool: ThreadPoolExecutor, server: EventLogServer) -> list[F
         for n in range(2)
     ]
     route = next(o for o in server._owned if hasattr(o, "route")).route
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while route.runner.queued or len(route.runner._running_jobs) < 2:
         assert time.monotonic() < deadline, "the hung calls never started"
         time.sleep(0.01)

@@ -240,7 +240,15 @@ def open_session(
 def spans(tmp: Path, name: str) -> list[Any]:
     """The spans named ``name`` the gateway wrote to ``tmp/traces.jsonl`` so far."""
     path = tmp / "traces.jsonl"
-    return [s for s in read_otlp_json_lines(path) if s["name"] == name] if path.exists() else []
+    if not path.exists():
+        return []
+    try:
+        found = read_otlp_json_lines(path)
+    except ValueError:
+        if not path.read_bytes().endswith(b"\n"):
+            return []  # its last line is being written: the caller's wait looks again
+        found = read_otlp_json_lines(path)  # written whole since: a bad line raises
+    return [s for s in found if s["name"] == name]
 
 
 def wait_for(check: Any, what: str, timeout_s: float = 20.0) -> None:

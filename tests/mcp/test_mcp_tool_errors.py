@@ -23,6 +23,7 @@ from opentelemetry.trace import NoOpTracer
 
 from otelhooks import HooksEngine
 from otelhooks.mcp import McpGateway
+from tests._realparts import written_lines
 from tests.mcp._harness import (
     SSE,
     answer,
@@ -40,20 +41,26 @@ from tests.mcp._harness import (
 pytestmark = pytest.mark.timeout(90)
 
 SERVER = Path(__file__).with_name("resumable_server.py")
+# a minute each: a hook past its time goes on without it (the default on_error), and on a
+# loaded machine the first call, which loads the script, took past the default 10 s: the
+# unredacted error reached the client
 HOOKS = """
 hooks:
   - id: redact
     type: tool_result_persist
     matcher: "^check_token$"
     script: hooks.py:redact
+    timeout: 60
   - id: no-tokens
     type: tool_result_persist
     matcher: "^check_token$"
     script: hooks.py:block_tokens
+    timeout: 60
   - id: failed
     type: onToolCallError
     matcher: "^check_token$"
     script: hooks.py:failed
+    timeout: 60
 """
 SCRIPT = """
 import json
@@ -111,8 +118,8 @@ def _check(tmp: Path, refused: MCPError, blocked: Any) -> None:
     assert second["attributes"]["otelhooks.tool.outcome"] == "blocked"
     for span in (first, second):
         assert "otelhooks.tool_result_persist" in [e["name"] for e in span["events"]]
-    wait_for(lambda: (tmp / "observed.jsonl").exists(), "the observers")
-    wait_for(lambda: len((tmp / "observed.jsonl").read_text().splitlines()) == 2, "both observers")
+    # each observer opens the file, then writes its line: wait for both lines, whole
+    wait_for(lambda: written_lines(tmp / "observed.jsonl").count("\n") == 2, "both observers")
     observed = [json.loads(line) for line in (tmp / "observed.jsonl").read_text().splitlines()]
     assert {"error": "bad token ***", "type": "-32001"} in observed
     assert "S-42-SECRET" not in json.dumps(observed)

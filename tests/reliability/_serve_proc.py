@@ -55,7 +55,7 @@ class ServeProc:
         if wait:
             self.wait_listening()
 
-    def wait_listening(self, timeout_s: float = 30.0) -> str:
+    def wait_listening(self, timeout_s: float = 60.0) -> str:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             found = re.search(r"listening on (http://\S+) ", self.out_path.read_text())

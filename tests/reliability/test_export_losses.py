@@ -520,7 +520,7 @@ def test_a_fork_child_that_outlives_the_opener_of_an_event_log_is_named_as_its_w
         assert f"(pid {child}, forked from pid {parent} that opened it)" in str(refused.value)
     finally:
         agent.stdin.close()  # the child ends, and with it the lock
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         try:
             log = otelhooks.SqliteEventLog(tmp_path / "events.sqlite3")

@@ -60,7 +60,7 @@ def stopped_lock_holder(path: Path) -> Iterator[int]:
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "locked"
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()[0] != "T":
             assert time.monotonic() < deadline, "the lock holder did not stop"
             time.sleep(0.02)

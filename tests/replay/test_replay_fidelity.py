@@ -26,6 +26,7 @@ import pytest
 
 from otelhooks import semconv as sc
 from otelhooks.testing import run_cli
+from tests._realparts import written_lines
 from tests.replay.conftest import replay_main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -267,8 +268,8 @@ def test_replay_of_a_gateway_recording_denies_what_the_gateway_denies(tmp_path: 
     assert getattr(denied, "is_error", None) is True
     assert getattr(allowed, "is_error", None) is False
     traces = tmp_path / "recorded" / "traces.jsonl"
-    deadline = time.monotonic() + 10
-    while "write_note" not in (traces.read_text() if traces.exists() else ""):
+    deadline = time.monotonic() + 30
+    while "write_note" not in written_lines(traces):
         assert time.monotonic() < deadline, "the gateway wrote no span of the call"
         time.sleep(0.05)
     run = replay_main(traces, "--hooks", policy, "--format", "json", "--fail-on", "deny")

@@ -31,6 +31,7 @@ import pytest
 from otelhooks import semconv as sc
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.testing import run_cli
+from tests._realparts import written_lines
 from tests.replay.conftest import replay_main
 from tests.replay.test_replay_fidelity import _bridge
 
@@ -49,8 +50,8 @@ hooks:
 
 
 def _wait_for(traces: Path, text: str) -> None:
-    deadline = time.monotonic() + 10
-    while text not in (traces.read_text() if traces.exists() else ""):
+    deadline = time.monotonic() + 30
+    while text not in written_lines(traces):
         assert time.monotonic() < deadline, f"no span of {text} in {traces}"
         time.sleep(0.05)
 

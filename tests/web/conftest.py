@@ -127,7 +127,7 @@ def approval_holder(
     its 'asked' mark, once the caller's span (not serve's ``request_human_approve`` stand-in)
     holds it: serve writes the stand-in as the answer is given, the caller's span arrives when it
     ends. Never two at once."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         trace = httpx.get(f"{server.url}/v1/ui/traces/{trace_id}", headers=headers).json()
         holders = [
@@ -248,8 +248,8 @@ def session_cards(admin: httpx.Client, use_id: str) -> dict[str, list[dict[str, 
 
 
 def first_pending(admin: httpx.Client, use_id: str) -> dict[str, Any]:
-    """The first pending card of ``use_id``'s session, once there is one (10 s at most)."""
-    deadline = time.monotonic() + 10
+    """The first pending card of ``use_id``'s session, once there is one (30 s at most)."""
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         pending = session_cards(admin, use_id)["pending"]
         if pending:
@@ -317,7 +317,7 @@ class Seen:
 
     def sent(self, url: str) -> dict[str, str]:
         """The headers the browser sent with the request of ``url`` (cookies included)."""
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             for rid, sent in self.urls.items():
                 if sent == url and rid in self.headers:
@@ -335,7 +335,7 @@ class Seen:
 
     def answer(self, url: str) -> tuple[int, bool]:
         """The status serve gave the request of ``url``, and whether it carried the cookie."""
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             for rid, sent in self.urls.items():
                 if sent == url and rid in self.status and rid in self.cookie:

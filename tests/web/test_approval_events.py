@@ -48,7 +48,7 @@ def capturing_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[httpx.Client]:
 
 
 def _pending(api: httpx.Client, hook_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         # the inbox is the process's: only this test's hook counts
         for item in api.get("/v1/approvals").json()["pending"]:

@@ -31,7 +31,7 @@ def _approval_hook(**approval: Any) -> dict[str, Any]:
 
 
 def _pending(client: httpx.Client, count: int = 1) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         # the inbox is the process's: only this module's hook counts
         pending: list[dict[str, Any]] = [
