@@ -46,7 +46,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import Any
 
 import structlog
 from opentelemetry.sdk.trace.export import SpanExporter
@@ -83,6 +83,7 @@ from otelhooks.integrations.coding_agents._common import (
 )
 from otelhooks.integrations.coding_agents._input import SKILL_COMMAND_KEY
 from otelhooks.integrations.coding_agents._mapping import (
+    ALSO_NOW,
     EVENTS,
     claude_fields,
     lifecycle_attributes,
@@ -106,15 +107,6 @@ from otelhooks.integrations.coding_agents._turns import Turns, turn_ids
 __all__ = ["ClaudeCodeBridge", "CodingAgentBridge"]
 
 _log = structlog.get_logger("otelhooks")
-
-# The hook events an input event runs before its answer besides its row's canonical event
-# (:meth:`CodingAgentBridge.hooks_now`); ``tests/integrations/test_coding_agents_hooks_now.py``
-# holds this to what the handlers run.
-_ALSO_NOW: Final[dict[str, tuple[str, ...]]] = {
-    "PostToolUse": ("tool_result_persist",),
-    "PermissionRequest": ("before_tool_call",),  # on changed arguments (request_answered)
-    "MessageDisplay": ("message_sending",),
-}
 
 
 def _capture_content() -> bool:
@@ -261,7 +253,7 @@ class CodingAgentBridge:
         if known is None:
             return None
         found: list[Hook] = []
-        also = () if late and name == "PermissionRequest" else _ALSO_NOW.get(name, ())
+        also = () if late and name == "PermissionRequest" else ALSO_NOW.get(name, ())
         for event in (known.canonical, *also):
             found += registry.may_match(event)
         return found

@@ -109,15 +109,14 @@ def longest_guards_s(hooks: Sequence[Any], events: Iterable[str]) -> float:
         >>> longest_guards_s([], ["PreToolUse"])
         0.0
     """
-    from otelhooks.integrations.coding_agents._bridge import _ALSO_NOW
     from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
-    from otelhooks.integrations.coding_agents._mapping import EVENTS
+    from otelhooks.integrations.coding_agents._mapping import ALSO_NOW, EVENTS
 
     longest = 0.0
     for name in events:
         known = EVENTS.get(name)
         if known is None or name not in ANSWERING_EVENTS:
             continue  # its hooks are observers, queued: the answer does not wait for them
-        names = {known.canonical, *_ALSO_NOW.get(name, ())}
+        names = {known.canonical, *ALSO_NOW.get(name, ())}
         longest = max(longest, guards_s(h for h in hooks if h.event in names))
     return longest

@@ -39,6 +39,7 @@ from otelhooks._events import (
 from otelhooks.integrations.coding_agents._environment import PROJECT_DIR_ENV
 
 __all__ = [
+    "ALSO_NOW",
     "COMMON_KEYS",
     "CONTENT_KEYS",
     "EVENTS",
@@ -232,6 +233,16 @@ EVENTS: Final[dict[str, ClaudeEvent]] = {
         ClaudeEvent("ElicitationResult", "elicitation_result", "point", "mcp_server_name"),
         ClaudeEvent("SessionEnd", "session_end", "session", "reason"),
     )
+}
+
+
+# The hook events an input event runs before its answer besides its row's canonical event
+# (:meth:`CodingAgentBridge.hooks_now`); ``tests/integrations/test_coding_agents_hooks_now.py``
+# holds this to what the handlers run.
+ALSO_NOW: Final[dict[str, tuple[str, ...]]] = {
+    "PostToolUse": ("tool_result_persist",),
+    "PermissionRequest": ("before_tool_call",),  # on changed arguments (request_answered)
+    "MessageDisplay": ("message_sending",),
 }
 
 
