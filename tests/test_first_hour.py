@@ -141,6 +141,25 @@ def test_hooks_test_with_a_dead_and_with_a_silent_webhook_exits_in_bounded_time(
         assert reason in proc.stdout
 
 
+def test_hooks_test_whose_shutdown_comes_before_the_first_delivery_exits_with_its_report(
+    tmp_path: Path, silent_port: int
+) -> None:
+    # A shutdown timeout of 0 ends the deliverer while its I/O loop still makes its first
+    # request: the shutdown cancelled that request too, the loop's thread died of it, and the
+    # command ended in a traceback and exit 1, without its report.
+    url = f"http://127.0.0.1:{silent_port}/hook"
+    config = tmp_path / "hooks.yaml"
+    config.write_text(f"- {{id: notify, type: PostToolUse, webhook: {{url: '{url}'}}}}\n")
+    for timeout in ("0", "0.05"):
+        _, proc = _otelhooks(
+            "hooks", "test", str(config), "--event", "PostToolUse", "--tool", "Read",
+            cwd=tmp_path, OTELHOOKS_SHUTDOWN_TIMEOUT=timeout,
+        )  # fmt: skip
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        assert f"0 of 1 webhooks delivered to {url}" in proc.stdout
+        assert "Traceback" not in proc.stderr
+
+
 def _bridge_hooks(tmp_path: Path, url: str) -> Path:
     config = tmp_path / f"bridge-{abs(hash(url))}.yaml"
     config.write_text(f"- {{id: notify, type: PostToolUse, webhook: {{url: '{url}'}}}}\n")

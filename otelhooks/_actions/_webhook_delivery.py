@@ -457,9 +457,14 @@ class WebhookDeliverer:
         if loop is not None and loop.is_running():
             # Deliveries still running past the deadline (a slow endpoint) were counted above;
             # cancel them so none is left pending on a stopped loop.
-            asyncio.run_coroutine_threadsafe(_cancel_other_tasks(), loop).result(5)
-            if self._client is not None:
-                asyncio.run_coroutine_threadsafe(self._client.aclose(), loop).result(5)
+            try:
+                asyncio.run_coroutine_threadsafe(_cancel_other_tasks(), loop).result(5)
+                if self._client is not None:
+                    asyncio.run_coroutine_threadsafe(self._client.aclose(), loop).result(5)
+            except TimeoutError:
+                # what was queued is counted above; a loop that does not answer must not turn
+                # a shutdown (a command's exit) into a traceback
+                _log.warning("the webhook I/O loop did not stop within 5 s: left running")
             loop.call_soon_threadsafe(loop.stop)
         if self._outbox is not None:
             self._outbox.close(max(0.0, deadline - time.monotonic()))

@@ -27,6 +27,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import re
+import socket
 import threading
 import time
 from collections.abc import Coroutine
@@ -177,34 +178,50 @@ def _run_io_loop(loop: asyncio.AbstractEventLoop) -> None:
     global _first_request_made
     with ONCE:
         if not _first_request_made:
-            loop.run_until_complete(_first_request())
-            _first_request_made = True  # a forked child inherits the modules it imported
+            try:
+                loop.run_until_complete(_first_request())
+            except asyncio.CancelledError:
+                # a shutdown that came first cancelled every task of the loop, this one too:
+                # the loop must still run, to finish that shutdown
+                pass
+            else:
+                _first_request_made = True  # a forked child inherits the modules it imported
     loop.run_forever()
 
 
 async def _first_request() -> None:
     """One request to a throwaway server of our own on the loopback: the whole path a delivery
-    takes, from connect to the answer."""
-
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            await reader.readuntil(b"\r\n\r\n")
-            writer.write(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
-            await writer.drain()
-        writer.close()
-
+    takes, from connect to the answer. The server is a thread, not a task of this loop: a
+    shutdown that comes first cancels every task of the loop, and asyncio logs a traceback for
+    a connection handler cancelled before it ran."""
     try:
-        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        listener = socket.create_server(("127.0.0.1", 0))
     except OSError:
         return  # no loopback to listen on: the first delivery meets the path itself
-    port = server.sockets[0].getsockname()[1]
+    listener.settimeout(2.0)
+    port = listener.getsockname()[1]
+    threading.Thread(
+        target=_answer_once, args=(listener,), name="otelhooks-warm-up", daemon=True
+    ).start()
     try:
         async with async_client(max_connections=2) as client:
             await client.get(f"http://127.0.0.1:{port}/", timeout=2.0)
     except httpx.HTTPError:
         pass
-    finally:
-        server.close()
+
+
+def _answer_once(listener: socket.socket) -> None:
+    with listener, contextlib.suppress(OSError):
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(2.0)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            conn.sendall(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
 
 
 _IO = _IoLoop()
