@@ -33,7 +33,6 @@ run on the event loop thread.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -44,7 +43,7 @@ from langchain_core.outputs import LLMResult
 
 from otelhooks._encoding import dumps
 from otelhooks._errors import RunBlockedError, ToolDenied
-from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step
+from otelhooks._instrument import AgentTracer, LlmCall, Operation
 from otelhooks.integrations._scopes import DetachedScope
 from otelhooks.integrations.langchain._model_calls import (
     model_name,
@@ -52,6 +51,7 @@ from otelhooks.integrations.langchain._model_calls import (
     record_generation,
 )
 from otelhooks.integrations.langchain._resume import PausedCalls, ResumeWave, is_resume
+from otelhooks.integrations.langchain._root_runs import RootRun, RootRuns, is_interrupt
 from otelhooks.integrations.langchain._server_tools import (
     NamedOnce,
     UnguardedToolWarning,
@@ -59,6 +59,8 @@ from otelhooks.integrations.langchain._server_tools import (
     record_server_tools,
     server_tool_calls,
 )
+from otelhooks.integrations.langchain._tool_results import succeeded
+from otelhooks.integrations.langchain._tool_results import text as result_text
 from otelhooks.integrations.langchain._tool_run import (
     CALLER_INJECTED,
     GUARDED_BY,
@@ -66,6 +68,7 @@ from otelhooks.integrations.langchain._tool_run import (
     ToolNotHookedError,
     ToolRun,
 )
+from otelhooks.integrations.langchain._unwrapped import refusal, withheld
 
 __all__ = [
     "HOOKED_METADATA_KEY",
@@ -73,50 +76,13 @@ __all__ = [
     "OtelHooksCallbackHandler",
     "RunBlockedError",
     "ToolRun",
-    "succeeded",
 ]
 
 # LangChain is not a model provider: the provider comes from each model call's ``ls_provider``
 # (LangChain's tracing metadata), in the GenAI conventions' spelling where they name it.
 PROVIDER: str | None = None
 HOOKED_METADATA_KEY = "otelhooks_hooked"
-_INTERRUPTS = frozenset({"GraphInterrupt", "NodeInterrupt"})
-
-_REWRITE_REFUSED = (
-    "a before_agent_start hook rewrote the input, which a LangChain run cannot take from a "
-    "callback: the run was refused rather than run with the input as it was"
-)
-
 _log = structlog.get_logger("otelhooks")
-
-
-@dataclass
-class _Run:
-    """A root run's operation, its current step and what is still open in the step."""
-
-    owner: UUID
-    operation: DetachedScope[Operation]
-    step: DetachedScope[Step] | None = None
-    open_in_step: int = 0
-    members: set[UUID] = field(default_factory=set)
-    wave: ResumeWave | None = None  # a resumed graph's: the tasks it resumes
-    # hooked calls without a tool call id started so far, by task and tool: the n-th such
-    # call of a tool in a task is the n-th again when a resume reruns the task, so its key
-    # (by tool, so that calls of two tools a node runs at once cannot swap places)
-    unnamed: dict[tuple[str, str], int] = field(default_factory=dict)
-
-    def unnamed_key(self, metadata: dict[str, Any], name: str) -> str:
-        """The key of a hooked call without a tool call id (a node calls the tool itself): its
-        tool and place among such calls of it in its task (NULs: no model's call id spells
-        it)."""
-        place = (str(metadata.get("langgraph_checkpoint_ns", "")), name)
-        n = self.unnamed[place] = self.unnamed.get(place, -1) + 1
-        return f"\0{name}\0{n}"
-
-
-def _text(output: Any) -> str:
-    content = getattr(output, "content", output)
-    return content if isinstance(content, str) else str(content)
 
 
 class OtelHooksCallbackHandler(BaseCallbackHandler):
@@ -163,8 +129,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         self.user_id = user_id
         self.identifier = identifier
         self._lock = threading.RLock()
-        self._root_of: dict[UUID, UUID] = {}
-        self._runs: dict[UUID, _Run] = {}
+        self._runs = RootRuns()
         self._llms: dict[UUID, DetachedScope[LlmCall]] = {}
         self._tools: dict[UUID, ToolRun] = {}
         self._sharers: dict[UUID, int] = {}  # later calls under an open tool run's id
@@ -178,68 +143,21 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         with self._lock:
             return self._tools.get(run_id)
 
-    def _root(self, run_id: UUID, parent: UUID | None) -> UUID:
-        root = run_id if parent is None else self._root_of.get(parent, parent)
-        self._root_of[run_id] = root
-        return root
+    def _start(self, name: str, kwargs: Any, input: str) -> Operation:
+        """The operation of a new root run (what ``before_agent_start`` hooks judge)."""
+        thread = (kwargs.get("metadata") or {}).get("thread_id")
+        return self.tracer.operation(
+            self.agent_name or name,
+            provider=PROVIDER,
+            session_id=self.session_id or (str(thread) if thread is not None else None),
+            user_id=self.user_id,
+            input=input,
+        )
 
-    def _ensure_run(
+    def _open(
         self, run_id: UUID, parent: UUID | None, name: str, kwargs: Any, input: str = ""
-    ) -> _Run:
-        root = self._root(run_id, parent)
-        run = self._runs.get(root)
-        if run is None:
-            metadata = kwargs.get("metadata") or {}
-            thread = metadata.get("thread_id")
-            op = self.tracer.operation(
-                self.agent_name or name,
-                provider=PROVIDER,
-                session_id=self.session_id or (str(thread) if thread is not None else None),
-                user_id=self.user_id,
-                input=input,
-            )
-            run = _Run(owner=run_id, operation=DetachedScope(op, None))
-            run.operation.enter()
-            refused = op.block_reason if op.blocked else None
-            if not op.blocked and op.input != input:
-                # a callback cannot hand the run another input: run as it was, the rewrite (a
-                # redaction, say) would be lost without a word
-                refused = _REWRITE_REFUSED
-                op.complete("interrupted")
-            if op.blocked or refused is not None:
-                self._root_of.pop(run_id, None)
-                run.operation.exit()
-                raise RunBlockedError(refused)
-            self._runs[root] = run
-        run.members.add(run_id)
-        return run
-
-    def _new_step(self, run: _Run) -> Step:
-        if run.step is not None and run.open_in_step == 0:
-            run.step.exit()
-            run.step = None
-        op = run.operation.scope
-        run.step = DetachedScope(op.step(), op.span)
-        run.open_in_step = 0
-        return run.step.enter()
-
-    def _current_step(self, run: _Run) -> Step:
-        return run.step.scope if run.step is not None else self._new_step(run)
-
-    def _end_member(self, run_id: UUID, exc: BaseException | None = None) -> None:
-        root = self._root_of.pop(run_id, None)
-        if root is None or root not in self._runs or self._runs[root].owner != run_id:
-            return
-        run = self._runs.pop(root)
-        for member in run.members:
-            self._root_of.pop(member, None)
-        interrupted = exc is not None and type(exc).__name__ in _INTERRUPTS
-        if interrupted:
-            run.operation.scope.complete("interrupted")
-            exc = None
-        if run.step is not None:
-            run.step.exit(exc)
-        run.operation.exit(exc)
+    ) -> RootRun:
+        return self._runs.open(run_id, parent, input, lambda: self._start(name, kwargs, input))
 
     # -- chains ------------------------------------------------------------------------------------
 
@@ -257,21 +175,21 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
                 # what before_agent_start guards read (before, "": an input guard let every run by)
                 text = inputs if isinstance(inputs, str) else dumps(inputs)
-                root = self._ensure_run(run_id, None, str(name), kwargs, text)
+                root = self._open(run_id, None, str(name), kwargs, text)
                 if is_resume(inputs):
                     root.wave = ResumeWave()
             else:
-                run = self._runs.get(self._root(run_id, parent_run_id))
+                run = self._runs.member(run_id, parent_run_id)
                 if run is not None and run.wave is not None:
                     run.wave.saw(kwargs.get("metadata") or {})
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         with _Guard("on_chain_end"), self._lock:
-            self._end_member(run_id)
+            self._runs.end(run_id)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with _Guard("on_chain_error"), self._lock:
-            self._end_member(run_id, error)
+            self._runs.end(run_id, error)
 
     # -- model calls -------------------------------------------------------------------------------
 
@@ -288,8 +206,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             self.provider_tools_named.warn(bound, stacklevel=2)
         with self._lock:
             model = model_name(serialized, kwargs)
-            run = self._ensure_run(run_id, parent_run_id, model, kwargs)
-            step = self._new_step(run)
+            run = self._open(run_id, parent_run_id, model, kwargs)
+            step = run.new_step()
             run.open_in_step += 1
             call = step.llm(model, messages=messages, provider=provider_name(kwargs))
             scope = DetachedScope(call, step.span)
@@ -325,14 +243,13 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
     def _llm_done(self, run_id: UUID, exc: BaseException | None) -> None:
         with self._lock:
             scope = self._llms.pop(run_id, None)
-            root = self._root_of.get(run_id)
-            run = self._runs.get(root) if root is not None else None
+            run = self._runs.of(run_id)
             if run is not None:
-                run.open_in_step = max(0, run.open_in_step - 1)
+                run.call_ended()
         if scope is not None:
             scope.exit(exc)
         with self._lock:
-            self._end_member(run_id, exc)
+            self._runs.end(run_id, exc)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         with _Guard("on_llm_end"):
@@ -365,7 +282,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             with self._lock:
                 metadata = kwargs.get("metadata") or {}
                 if metadata.get(INNER_RUN_KEY):
-                    self._root(run_id, parent_run_id)  # the wrapper's inner tool: one span only
+                    # the wrapper's inner tool: one span only
+                    self._runs.root(run_id, parent_run_id)
                     return
                 name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
                 hooked = bool(metadata.get(HOOKED_METADATA_KEY))
@@ -386,8 +304,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     self._sharers[run_id] = self._sharers.get(run_id, 0) + 1
                     _log.error("two tool calls share one run id: refused", tool=name)
                     return
-                run = self._ensure_run(run_id, parent_run_id, name, kwargs)
-                step = self._current_step(run)
+                run = self._open(run_id, parent_run_id, name, kwargs)
+                step = run.current_step()
                 run.open_in_step += 1
                 tool_call_id = kwargs.get("tool_call_id")
                 args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
@@ -407,7 +325,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 # no record: the wrapper refuses the call its guards never judged
                 with self._lock:
                     self._tools.pop(run_id, None)
-                    run.open_in_step = max(0, run.open_in_step - 1)
+                    run.call_ended()
                 raise
             # a call without an id in a handler that sees no graph run has no place to be
             # known by (each such call is a run of its own)
@@ -422,42 +340,20 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     graph_run=run.owner,
                 )
             if not hooked and (not call.should_run or call.args != args):
-                self._refuse_unwrapped(run_id, tool, args)
-
-    def _refuse_unwrapped(self, run_id: UUID, tool: ToolRun, args: dict[str, Any]) -> None:
-        """Refuse a tool no ``hook_tool`` wraps whose hooks denied, mocked or rewrote its call:
-        it cannot be handed a mock or other arguments, but raising from its start (the
-        handler's ``raise_error``) keeps it from running. LangChain calls no end of a run whose
-        start raised, so its record ends here."""
-        call = tool.call
-        if call.should_run:  # rewritten: the tool would run with the arguments as they were
-            call.refuse(
-                "a before_tool_call hook rewrote the arguments, which a tool no hook_tool wraps "
-                "cannot take: refused rather than run as the model wrote it"
-            )
-        decision = "denied" if call.denied and not call.mocked else "mocked"
-        _log.warning(
-            "a tool hook decided on a tool that is not wrapped: refused",
-            tool=call.matcher_value,
-            decision=decision,
-            fix="wrap it with otelhooks.integrations.langchain.hook_tool",
-        )
-        with self._lock:
-            self._tools.pop(run_id, None)
-            run = self._runs.get(self._root_of.get(run_id, run_id))
-            if run is not None:
-                run.open_in_step = max(0, run.open_in_step - 1)
-        tool.scope.exit(None)
-        with self._lock:
-            self._end_member(run_id)
-        reason = call.deny_reason if call.denied else None
-        raise ToolDenied(
-            reason or f"a hook {decision} it, which a tool no hook_tool wraps cannot obey",
-            tool=call.matcher_value,
-        )
+                denial = refusal(call)
+                # LangChain calls no end of a run whose start raised: its record ends here
+                with self._lock:
+                    self._tools.pop(run_id, None)
+                    still = self._runs.of(run_id)
+                    if still is not None:
+                        still.call_ended()
+                tool.scope.exit(None)
+                with self._lock:
+                    self._runs.end(run_id)
+                raise denial
 
     def _tool_done(self, run_id: UUID, output: Any, exc: BaseException | None) -> None:
-        withheld: ToolDenied | None = None
+        withheld_by: ToolDenied | None = None
         with self._lock:
             sharers = self._sharers.pop(run_id, 0)
             if sharers:  # a call that shared the id ended: the first one's record stays open
@@ -465,15 +361,14 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     self._sharers[run_id] = sharers - 1
                 return
             tool = self._tools.pop(run_id, None)
-            root = self._root_of.get(run_id)
-            run = self._runs.get(root) if root is not None else None
+            run = self._runs.of(run_id)
             if tool is not None and run is not None:
-                run.open_in_step = max(0, run.open_in_step - 1)
+                run.call_ended()
             # the handler saw no run above the tool (it is in the tool's callbacks only)
             rootless = run is not None and run.owner == run_id
         if tool is not None:
             call = tool.call
-            if exc is not None and type(exc).__name__ in _INTERRUPTS:
+            if is_interrupt(exc):
                 # the tool asked a person (interrupt()): paused, not failed; it runs again,
                 # judged again, when the graph resumes
                 call.interrupt()
@@ -483,31 +378,15 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             else:
                 self._paused.done(run_id, tool, paused=False)
                 if exc is None and not tool.result_set and call.should_run:
-                    seen = _text(output)
+                    seen = result_text(output)
                     kept = call.set_result(seen, success=succeeded(output)).content
-                    if not tool.hooked and (call.persist_blocked or kept != seen):
-                        # a callback cannot hand the model the hooks' text, but raising from
-                        # the tool's end (raise_error) keeps the tool's own from it
-                        _log.warning(
-                            "a tool_result_persist hook blocked or rewrote the result of a "
-                            "tool that is not wrapped: withheld",
-                            tool=call.api_name,
-                            blocked=call.persist_blocked,
-                            fix="wrap it with otelhooks.integrations.langchain.hook_tool",
-                        )
-                        withheld = ToolDenied(
-                            kept
-                            if call.persist_blocked
-                            else "a tool_result_persist hook "
-                            "rewrote the result, which a tool no hook_tool wraps cannot return: "
-                            "withheld",
-                            tool=call.matcher_value,
-                        )
+                    if not tool.hooked:
+                        withheld_by = withheld(call, seen, kept)
                 tool.scope.exit(exc)
         with self._lock:
-            self._end_member(run_id, exc)
-        if withheld is not None:
-            raise withheld
+            self._runs.end(run_id, exc)
+        if withheld_by is not None:
+            raise withheld_by
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         with _Guard("on_tool_end"):
@@ -516,12 +395,6 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with _Guard("on_tool_error"):
             self._tool_done(run_id, None, error)
-
-
-def succeeded(output: Any) -> bool:
-    """False for a tool error LangChain turned into the tool's answer (``handle_tool_error``,
-    ``handle_validation_error``: a ``ToolMessage`` with ``status="error"``)."""
-    return getattr(output, "status", None) != "error"
 
 
 class _Guard:

@@ -10,7 +10,14 @@ from typing import Any, cast
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
-__all__ = ["ResultNotRewritableError", "ToolErrorNotRetoldError", "kept", "retold", "text"]
+__all__ = [
+    "ResultNotRewritableError",
+    "ToolErrorNotRetoldError",
+    "kept",
+    "retold",
+    "succeeded",
+    "text",
+]
 
 
 class ResultNotRewritableError(Exception):
@@ -60,6 +67,12 @@ def tool_message(command: Command[Any], tool_call_id: str | None) -> ToolMessage
         return None
     found = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == tool_call_id]
     return found[0] if len(found) == 1 else None
+
+
+def succeeded(output: Any) -> bool:
+    """False for a tool error LangChain turned into the tool's answer (``handle_tool_error``,
+    ``handle_validation_error``: a ``ToolMessage`` with ``status="error"``)."""
+    return getattr(output, "status", None) != "error"
 
 
 def text(output: Any, tool_call_id: str | None = None) -> str:

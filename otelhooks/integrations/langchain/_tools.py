@@ -45,11 +45,14 @@ from otelhooks.integrations.langchain._handler import (
     HOOKED_METADATA_KEY,
     OtelHooksCallbackHandler,
     ToolRun,
-    succeeded,
 )
 from otelhooks.integrations.langchain._quiet_run import quiet_config, quiet_tool
 from otelhooks.integrations.langchain._tool_args import json_form
-from otelhooks.integrations.langchain._tool_results import ResultNotRewritableError, retold
+from otelhooks.integrations.langchain._tool_results import (
+    ResultNotRewritableError,
+    retold,
+    succeeded,
+)
 from otelhooks.integrations.langchain._tool_results import kept as kept_result
 from otelhooks.integrations.langchain._tool_results import text as result_text
 from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED, GUARDED_BY
