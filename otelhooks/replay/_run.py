@@ -164,7 +164,7 @@ def _carries(agent: str | None, decision: str) -> bool:
     """Whether the coding agent that ran a recorded call acts on a hook's ``decision``
     (``ask``, ``defer``) rather than have the bridge deny the call."""
     # imported here: only an event a command asks about or defers needs the bridge's rules
-    from otelhooks.integrations.coding_agents._combine import CANNOT
+    from otelhooks.integrations.coding_agents._agent_limits import CANNOT
     from otelhooks.integrations.coding_agents._common import AGENT
     from otelhooks.integrations.coding_agents._dialects import DIALECTS
 

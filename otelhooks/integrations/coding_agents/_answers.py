@@ -25,22 +25,22 @@ from otelhooks._events import HookEvent
 from otelhooks._hooks import Block, Hook
 from otelhooks._live import Verdict
 from otelhooks._redact import scrub
+from otelhooks.integrations.coding_agents._agent_limits import output_withheld_by
 from otelhooks.integrations.coding_agents._combine import (
     ANSWERING_EVENTS,
     BLOCKING_EVENTS,
     CONTEXT_EVENTS,
     EXIT2_BLOCKING_EVENTS,
     combine,
-    decides,
-    denied_by,
-    output_withheld_by,
 )
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse, cli_name
+from otelhooks.integrations.coding_agents._decisions import decides, denied_by
 from otelhooks.integrations.coding_agents._guard_time import cut_short, guards_s
 from otelhooks.integrations.coding_agents._shapes import withheld_like
 
-# combine, denied_by and the event sets are :mod:`._combine`'s; they are named here too because
-# the bridge's callers take the whole answer path (run, combine, respond) from this module
+# combine and the event sets are :mod:`._combine`'s, denied_by :mod:`._decisions`' and
+# output_withheld_by :mod:`._agent_limits`'; they are named here too because the bridge's
+# callers take the whole answer path (run, combine, respond) from this module
 __all__ = [
     "ANSWERING_EVENTS",
     "BLOCKING_EVENTS",
