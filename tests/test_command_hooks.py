@@ -22,7 +22,8 @@ import pytest
 from otelhooks import AfterToolCallEvent, ConfigError, Hook, ToolCallEvent, ToolResult
 from otelhooks import semconv as sc
 from otelhooks._actions import build_hook as coerce_hook
-from otelhooks._actions._command import OUTPUT_CAP_BYTES, CommandAction, CommandBlock
+from otelhooks._actions._command import OUTPUT_CAP_BYTES, CommandAction
+from otelhooks._actions._command_verdict import CommandBlock
 from otelhooks.testing import TestPipeline
 
 DUMP = """

@@ -12,6 +12,9 @@
   :data:`GRACE_S` later the whole process group gets ``SIGKILL``. The reaper gets ``SIGTERM``
   too when this process dies (killed with ``SIGKILL``, a hang-up): nothing is left to keep the
   hook's timeout, so the hook ends with it.
+
+:func:`run_once` is that whole lifetime for one event: started, fed, read, ended and reaped,
+and what it did told as a :class:`CommandOutcome` (a value, never an exception).
 """
 
 from __future__ import annotations
@@ -24,18 +27,21 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from otelhooks._actions._command_output import Capture
+from otelhooks._actions._command_output import OUTPUT_CAP_BYTES, Capture
 
 __all__ = [
     "DRAIN_S",
     "GRACE_S",
+    "CommandOutcome",
     "Exchange",
     "exchange",
     "kill_group",
     "reaped_by_wrapper",
+    "run_once",
     "spawn",
     "terminate",
 ]
@@ -198,3 +204,76 @@ def exchange(proc: subprocess.Popen[bytes], data: bytes, deadline: float) -> Exc
             if pidfd is not None:
                 os.close(pidfd)
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    """What one run of a command did (a value, never an exception).
+
+    Attributes:
+        exit_code: the exit status; ``None`` when it was killed at its timeout or never started;
+            negative when a signal ended it.
+        stdout, stderr: the captured text, at most :data:`OUTPUT_CAP_BYTES` bytes each.
+        stdout_bytes, stderr_bytes: how many bytes the process wrote in all.
+        timed_out: killed (with its process group) at the timeout.
+        start_error: why the process could not be started.
+        duration_s: wall time.
+        pid: the process id (also its process group id).
+    """
+
+    exit_code: int | None
+    stdout: str = ""
+    stderr: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    timed_out: bool = False
+    start_error: str | None = None
+    duration_s: float = 0.0
+    pid: int | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Some output went past the cap and was dropped."""
+        return self.stdout_bytes > OUTPUT_CAP_BYTES or self.stderr_bytes > OUTPUT_CAP_BYTES
+
+
+def run_once(argv: list[str], env: dict[str, str], data: bytes, timeout: float) -> CommandOutcome:
+    """Run ``argv`` with ``data`` on stdin for at most ``timeout`` seconds; everything it
+    started is ended and it is reaped before this returns (never raises)."""
+    started = time.monotonic()
+    deadline = started + timeout
+    try:
+        proc = spawn(argv, env)
+    except (OSError, ValueError) as exc:
+        problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return CommandOutcome(
+            exit_code=None,
+            start_error=f"cannot start {argv[0]!r}: {problem}",
+            duration_s=time.monotonic() - started,
+        )
+    timed_out = True
+    try:
+        talk = exchange(proc, data, deadline)
+        timed_out = talk.timed_out
+        out, err = talk.out, talk.err
+    finally:
+        # Ended before it is reaped, so the group id cannot have been reused; whatever it
+        # started goes with it, whether it exited or timed out.
+        if timed_out:
+            terminate(proc)
+        else:
+            kill_group(proc)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        proc.wait()  # reap: no zombie of ours
+    return CommandOutcome(
+        exit_code=None if timed_out else proc.returncode,
+        stdout=out.kept.decode("utf-8", "replace"),
+        stderr=err.kept.decode("utf-8", "replace"),
+        stdout_bytes=out.seen,
+        stderr_bytes=err.seen,
+        timed_out=timed_out,
+        duration_s=time.monotonic() - started,
+        pid=proc.pid,
+    )

@@ -125,7 +125,8 @@ def sample_event(
 
 def _command_detail(detail: object) -> list[str]:
     """What a command hook did, from the note its action left (exit code, output, decision)."""
-    from otelhooks._actions._command import CommandDecision, CommandOutcome
+    from otelhooks._actions._command_process import CommandOutcome
+    from otelhooks._actions._command_verdict import CommandDecision
 
     if not isinstance(detail, tuple) or len(detail) != 2:
         return []
@@ -159,7 +160,7 @@ def _command_detail(detail: object) -> list[str]:
 def _soft(verdict: Verdict, notes: list[tuple[str, object]]) -> str | None:
     """``ask`` or ``defer`` when the block is a command's answer so (its note says what it
     answered)."""
-    from otelhooks._actions._command import CommandDecision
+    from otelhooks._actions._command_verdict import CommandDecision
 
     said = [
         detail[1].decision

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from otelhooks._actions._command import CommandBlock
+from otelhooks._actions._command_verdict import CommandBlock
 from otelhooks._actions._notes import note
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import (

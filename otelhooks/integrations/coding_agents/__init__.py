@@ -4,10 +4,11 @@ The bridge is shared: sessions and open tool uses across hook processes (``_stat
 ``_sessions`` for a server), turns and their ``invoke_agent`` spans (``_turns``), tool-use
 pairing and ``execute_tool`` spans (``_tools``, ``_tool_spans``), model calls
 (``_model_calls``), the span writer (``_spans``), the event table, the decision combination and
-the hook process's reply (``_mapping``, ``_combine``, ``_answers``: Claude Code's hook schema,
-the one the others copy), the one entry point (``_run``), the daemon (``_daemon``,
-``_daemon_build``, ``_fair``, ``_event_env``, ``_late_answers``), the HTTP route (``_http``)
-and the join of each CLI's own telemetry into the session's trace (``_joins``, ``_telemetry``).
+the hook process's reply (``_mapping``, ``_decisions``, ``_combine``, ``_answers``: Claude
+Code's hook schema, the one the others copy; ``_agent_limits``: what they cannot carry of it),
+the one entry point (``_run``), the daemon (``_daemon``, ``_daemon_build``, ``_fair``,
+``_event_env``, ``_late_answers``), the HTTP route (``_http``) and the join of each CLI's own
+telemetry into the session's trace (``_joins``, ``_telemetry``).
 A :class:`Dialect` is the thin part per CLI: its input into the bridge's schema, the answer into
 the CLI's own format. Each CLI's installer and what is its own alone stay with it
 (``otelhooks.integrations.claude_code``: settings, the hook client, serve's Claude routes;
