@@ -160,8 +160,7 @@ def _said_in_time(
         return None
     said = verdict.reason or f"Blocked by hook {hook_id}."
     reason = f"{said} [otelhooks: printed before the hook timed out after {timeout:g}s]"
-    block = CommandBlock(reason, decision=verdict.result.decision)
-    return CommandDecision(result=block, decision=block.decision, reason=reason)
+    return _blocked(reason, verdict.result.decision)
 
 
 def _exit_two(
@@ -182,9 +181,7 @@ def _exit_two(
         if outcome.stderr_bytes > OUTPUT_CAP_BYTES or (reason and len(reason) > REASON_CAP_CHARS):
             cut = outcome.stderr_bytes if outcome.stderr_bytes > OUTPUT_CAP_BYTES else None
             reason = cut_reason(reason or "", total_bytes=cut)
-    return CommandDecision(
-        result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
-    )
+    return _blocked(reason)
 
 
 def _read(answer: Answer, payload: HookEvent, *, hook_id: str, intercept: bool) -> CommandDecision:
@@ -231,8 +228,7 @@ def _decide_cut(
             reason = verdict.reason or f"Blocked by hook {hook_id}.{answer.note}"
         else:
             reason = cut_reason(verdict.reason or "", total_bytes=total) or ""
-        block = CommandBlock(reason, decision=verdict.decision or "deny")
-        return CommandDecision(result=block, decision=block.decision, reason=reason)
+        return _blocked(reason, verdict.decision or "deny")
     return verdict
 
 
@@ -241,11 +237,7 @@ def _decide(answer: dict[str, Any], payload: HookEvent, *, hook_id: str) -> Comm
     is_tool_call = isinstance(payload, ToolCallEvent)
     if answer.get("continue") is False:
         # Claude Code: `continue: false` stops everything and wins over any decision.
-        reason = answer.get("stopReason")
-        reason = cut_reason(reason) if isinstance(reason, str) and reason else None
-        return CommandDecision(
-            result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
-        )
+        return _blocked(_stated(answer.get("stopReason")))
     blocks = answer.get("decision") in BLOCKING
     if is_tool_call and isinstance(specific, dict) and "permissionDecision" in specific:
         verdict = _permission(specific, payload, hook_id=hook_id)
@@ -262,11 +254,7 @@ def _decide(answer: dict[str, Any], payload: HookEvent, *, hook_id: str) -> Comm
             hook_id=hook_id,
         )
     if blocks:
-        reason = answer.get("reason")
-        reason = cut_reason(reason) if isinstance(reason, str) and reason else None
-        return CommandDecision(
-            result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
-        )
+        return _blocked(_stated(answer.get("reason")))
     rewrite = specific.get("tool_input") if isinstance(specific, dict) else None
     if isinstance(payload, ToolCallEvent) and isinstance(rewrite, dict):
         # Gemini CLI's rewrite of a tool's arguments, merged into them as Gemini CLI does
@@ -281,8 +269,7 @@ def _permission(specific: dict[str, Any], payload: HookEvent, *, hook_id: str) -
         return CommandDecision(
             problem=f"permissionDecision must be one of {', '.join(_DECISIONS)}, not {decision!r}"
         )
-    reason = specific.get("permissionDecisionReason")
-    reason = cut_reason(reason) if isinstance(reason, str) and reason else None
+    reason = _stated(specific.get("permissionDecisionReason"))
     updated = specific.get("updatedInput")
     if updated is not None and not isinstance(updated, dict):
         return CommandDecision(problem="updatedInput must be a JSON object")
@@ -295,6 +282,15 @@ def _permission(specific: dict[str, Any], payload: HookEvent, *, hook_id: str) -
         reason = reason or f"Hook {hook_id} asks for confirmation before this tool call."
     elif decision == "defer":
         reason = reason or f"Hook {hook_id} deferred the decision on this tool call."
-    return CommandDecision(
-        result=CommandBlock(reason, decision=decision), decision=decision, reason=reason
-    )
+    return _blocked(reason, decision)
+
+
+def _blocked(reason: str | None, decision: Decision = "deny") -> CommandDecision:
+    """A block ranked ``decision`` (deny, defer, ask) with ``reason``, for the dispatcher."""
+    block = CommandBlock(reason, decision=decision)
+    return CommandDecision(result=block, decision=decision, reason=reason)
+
+
+def _stated(reason: Any) -> str | None:
+    """A reason the answer gives (a text that is not empty), cut to the cap."""
+    return cut_reason(reason) if isinstance(reason, str) and reason else None
