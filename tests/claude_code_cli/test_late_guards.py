@@ -78,4 +78,8 @@ def test_a_guard_the_bridge_cannot_wait_for_is_a_deny_that_says_so(tmp_path: Pat
     guards.write_text(json.dumps(_guards(60)))  # a guard of 90 s, added after install
     told = _rm(project, tmp_path)
     assert (project / "victim" / "keep.txt").read_text() == "precious", told
-    assert "no answer within 25 s, less than hook guards:PreToolUse[0].hooks[0] may take" in told
+    assert (
+        "otelhooks could not check this tool call, so it is blocked: no answer within 25 s, "
+        "hook guards:PreToolUse[0].hooks[0] cut short (its timeout: 91 s)"
+    ) in told
+    assert "fail-closed" not in told  # install wrote no --fail-closed: the reason claimed it
