@@ -214,10 +214,10 @@ _FAILURE_CHARS = 500
 
 
 def tell_failures(output: dict[str, Any], errors: Sequence[str]) -> None:
-    """Say in ``output``'s ``systemMessage`` which guards failed (``hook id: problem``, a
-    verdict's ``errors``) when the action goes on anyway: a guard that could not decide must
-    not look like one that had no objection (the CLI shows the message to the person; the
-    model does not read it).
+    """Say in ``output``'s ``systemMessage``, on one line, which guards failed (``hook id:
+    problem``, a verdict's ``errors``) when the action goes on anyway: a guard that could not
+    decide must not look like one that had no objection (the CLI shows the message to the
+    person; the model does not read it).
 
     Example:
         >>> out = {}
@@ -227,7 +227,9 @@ def tell_failures(output: dict[str, Any], errors: Sequence[str]) -> None:
     """
     if not errors:
         return
-    failed = "; ".join(scrub(e)[:_FAILURE_CHARS] for e in errors)
+    # one line: a command's stderr or an exception's message may hold several, and the CLIs
+    # show the message as a status line (Gemini CLI's stderr, Codex CLI's hook warning)
+    failed = "; ".join(" ".join(scrub(e).split())[:_FAILURE_CHARS] for e in errors)
     said = f"otelhooks: a hook failed and did not decide: {failed}"
     earlier = output.get("systemMessage")
     output["systemMessage"] = f"{earlier}\n\n{said}" if earlier else said
