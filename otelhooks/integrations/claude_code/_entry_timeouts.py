@@ -108,9 +108,9 @@ def _hooks_run(
     return _guards_of(inspect_config([path]))
 
 
-def _short(handler: dict[str, Any], need_s: float) -> str | None:
-    """What goes wrong when the entry's limits are shorter than ``need_s`` (the guards' time),
-    ``None`` when nothing does."""
+def _short(event: str, handler: dict[str, Any], need_s: float) -> str | None:
+    """What goes wrong on ``event`` when the entry's limits are shorter than ``need_s`` (the
+    guards' time), ``None`` when nothing does."""
     timeout_s = _seconds(handler.get("timeout")) or CLAUDE_DEFAULT_TIMEOUT_S
     try:
         told = _seconds(_flag(shlex.split(str(handler.get("command") or "")), "--hook-timeout"))
@@ -124,7 +124,8 @@ def _short(handler: dict[str, Any], need_s: float) -> str | None:
     limits = f"timeout {timeout_s:g} s" + (f", --hook-timeout {told:g}" if told else "")
     if timeout_s < min(need_s, wait_s) + MARGIN_S:
         blocks = handler.get("onFailure") == "block"
-        then = "blocks the call (onFailure: block)" if blocks else "runs the tool unguarded"
+        runs = "runs the tool unguarded" if event == "PreToolUse" else "goes on unguarded"
+        then = "blocks the call (onFailure: block)" if blocks else runs
         return (
             f"{limits}: Claude Code ends the hook at {timeout_s:g} s, before the guards' time, "
             f"and {then}"
@@ -159,7 +160,7 @@ def short_guard_timeouts(sources: Sequence[ConfigSource]) -> dict[str, list[str]
                 continue  # serve's route has its own time, which no file validated gives
             guards = timed_guards(_hooks_run(handler, Path(source.path), sources), event)
             need_s = guards_s(guards)
-            what = _short(handler, need_s) if need_s else None
+            what = _short(event, handler, need_s) if need_s else None
             if what is None:
                 continue
             ids = ", ".join(hook.id for hook in guards)
