@@ -334,3 +334,49 @@ def test_hooks_test_matches_a_namespaced_tool_by_its_bare_name(
     )  # fmt: skip
     assert code == 0, out
     assert out.startswith("1 hook matches before_tool_call for cleaner/fs.delete_file"), out
+
+
+def _guard_settings(seconds: int) -> str:
+    # a guard in a Claude Code settings file given to the bridge as its hooks file
+    guard = {"type": "command", "command": "sleep 1; exit 0", "timeout": seconds}
+    return json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [guard]}]}})
+
+
+def test_validate_warns_when_an_entry_is_shorter_than_the_guards_it_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """install wrote the entry's timeout (and --hook-timeout) for the guards of then; a guard
+    of 90 s came later, or the entry's timeout was lowered by hand. Before, validate said
+    nothing: the bridge cut the guard short at 25 s, or Claude Code ended the hook at its
+    timeout and ran the tool."""
+    guards = write(tmp_path / ".claude" / "guards.json", json.dumps({"hooks": {}}))
+    settings = tmp_path / ".claude" / "settings.local.json"
+    install = ("claude-code", "install", "--project", str(tmp_path))
+    assert run(capsys, *install, "--hooks-file", ".claude/guards.json")[0] == 0
+    entry = "hooks.PreToolUse[0].hooks[0] (the otelhooks hook)"
+    guard = "hook guards:PreToolUse[0].hooks[0] may take (91 s, its own timeout)"
+    # the settings file alone: the guards are read from the file its command names
+    code, out = run(capsys, "validate", str(settings))
+    assert (code, "warning" in out) == (0, False), out
+    guards.write_text(_guard_settings(90))
+    code, out = run(capsys, "validate", str(settings))
+    assert code == 0
+    assert (
+        f"warning: {entry} is shorter than {guard}: timeout 30 s, --hook-timeout 30: the "
+        "bridge stops waiting at 25 s and blocks the call; run `otelhooks claude-code install` "
+        "again (it writes 106 s)"
+    ) in out
+    assert run(capsys, "validate", "--strict", str(settings))[0] == 1
+    # install again covers the guard; the entry's timeout then lowered by hand to 10 s
+    assert run(capsys, *install, "--hooks-file", ".claude/guards.json")[0] == 0
+    code, out = run(capsys, "validate", str(settings), str(guards))
+    assert (code, "warning" in out) == (0, False), out
+    written = json.loads(settings.read_text())
+    written["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"] = 10
+    settings.write_text(json.dumps(written))
+    code, out = run(capsys, "validate", str(settings), str(guards))
+    assert (
+        f"warning: {entry} is shorter than {guard}: timeout 10 s, --hook-timeout 106: Claude "
+        "Code ends the hook at 10 s, before the guards' time, and runs the tool unguarded"
+    ) in out
+    assert run(capsys, "validate", "--strict", str(settings), str(guards))[0] == 1

@@ -33,6 +33,7 @@ def report_lines(paths: list[str], *, strict: bool = False) -> tuple[list[str], 
     """
     from otelhooks._config import inspect_config
     from otelhooks._config._claude_settings import ClaudeSettingsWarning
+    from otelhooks.integrations.claude_code._entry_timeouts import short_guard_timeouts
 
     lines: list[str] = []
     problems = hooks = warned = 0
@@ -55,6 +56,8 @@ def report_lines(paths: list[str], *, strict: bool = False) -> tuple[list[str], 
                 caught_warning.lineno,
             )
     short = _short_timeouts(sources)
+    for path, entries in short_guard_timeouts(sources).items():
+        short.setdefault(path, []).extend(entries)
     for path, rules in _served_project_rules(sources).items():
         short.setdefault(path, []).extend(rules)
     ignored = _ignored_whole(sources)

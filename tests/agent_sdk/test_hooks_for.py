@@ -396,6 +396,10 @@ def test_a_guard_the_cli_gave_up_on_holds_back_no_other_event(tmp_path: Path) ->
     finally:
         oh.shutdown()
     assert [a["permissionDecision"] for a in answers] == ["deny"] * 3
+    assert answers[0]["permissionDecisionReason"].startswith(
+        # fail_closed is not on: the reason claimed "(fail-closed)"
+        "otelhooks could not check this tool call, so it is blocked: "
+    )
     assert "no answer within 1.5 s" in answers[0]["permissionDecisionReason"]
     assert [a["permissionDecisionReason"] for a in answers[1:]] == ["no deleting"] * 2
 

@@ -5,19 +5,23 @@ then: a guard with ``"timeout": 90`` that denies after 27 s denies (the control 
 in Claude Code's own settings). Given to otelhooks as the bridge's hooks file, the same guard was
 answered at the bridge's 25 s as a failing hook (exit 1), and Claude Code ran ``rm -rf victim``.
 Now ``install`` gives the entry a timeout that covers the guard's (and tells the bridge with
-``--hook-timeout``), and the bridge waits that long. A guard the bridge cannot wait for (the
+``--hook-timeout``), and the bridge waits that long; ``otelhooks validate`` warns of an entry
+whose timeout no longer does. A guard the bridge cannot wait for (the
 hooks file gained it after ``install``: Claude Code would end the hook at 30 s) is cut short
 loudly: a deny that names it, not exit 1.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
 import pytest
 
 from otelhooks.integrations.claude_code import install
+from otelhooks.testing import run_cli
 from tests._realparts import require
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, run_claude_p
 
@@ -78,4 +82,35 @@ def test_a_guard_the_bridge_cannot_wait_for_is_a_deny_that_says_so(tmp_path: Pat
     guards.write_text(json.dumps(_guards(60)))  # a guard of 90 s, added after install
     told = _rm(project, tmp_path)
     assert (project / "victim" / "keep.txt").read_text() == "precious", told
-    assert "no answer within 25 s, less than hook guards:PreToolUse[0].hooks[0] may take" in told
+    assert (
+        "otelhooks could not check this tool call, so it is blocked: no answer within 25 s, "
+        "hook guards:PreToolUse[0].hooks[0] cut short (its timeout: 91 s)"
+    ) in told
+    assert "fail-closed" not in told  # install wrote no --fail-closed: the reason claimed it
+
+
+def test_an_entry_timeout_lowered_below_its_guards_runs_the_tool_and_validate_warns(
+    tmp_path: Path,
+) -> None:
+    """The entry ``install`` wrote covers the 90 s guard; its ``timeout`` lowered by hand to
+    10 s, Claude Code ends the hook there and runs ``rm -rf victim`` although the guard was to
+    deny at 14 s: what ``otelhooks validate`` now warns of (before, it said nothing)."""
+    project = _project(tmp_path)
+    guards = project / ".claude" / "guards.json"
+    guards.write_text(json.dumps(_guards(14)))
+    settings = project / ".claude" / "settings.local.json"
+    install(settings, hooks_file=".claude/guards.json")
+    written = json.loads(settings.read_text())
+    written["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"] = 10
+    settings.write_text(json.dumps(written))
+    _rm(project, tmp_path)
+    assert not (project / "victim").exists()  # the guard never had its time: the tool ran
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert run_cli("validate", "--strict", str(settings)) == 1
+    assert (
+        "hooks.PreToolUse[0].hooks[0] (the otelhooks hook) is shorter than hook "
+        "guards:PreToolUse[0].hooks[0] may take (91 s, its own timeout): timeout 10 s, "
+        "--hook-timeout 106: Claude Code ends the hook at 10 s, before the guards' time, and "
+        "runs the tool unguarded"
+    ) in out.getvalue()

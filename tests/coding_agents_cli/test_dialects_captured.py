@@ -341,3 +341,35 @@ def test_a_rewrite_nobody_allowed_is_a_codex_deny_naming_the_new_arguments(
     reason = answer["permissionDecisionReason"]
     assert "Codex CLI cannot ask a person, so otelhooks denies it" in reason
     assert '{"command": "echo safe"}' in reason
+
+
+MULTI_LINE_FAILURES = """\
+hooks:
+  - id: loud
+    type: PreToolUse
+    matcher: "@shell"
+    command: "printf 'line one\\\\nline two\\\\n' >&2; exit 1"
+  - id: raises
+    type: PreToolUse
+    matcher: "@shell"
+    script: guard.py:guard
+"""
+
+
+@pytest.mark.parametrize(
+    ("dialect", "captured"), [("codex", "codex-PreToolUse"), ("gemini", "gemini-BeforeTool")]
+)
+def test_a_guard_failure_is_told_on_one_line(tmp_path: Path, dialect: str, captured: str) -> None:
+    """A guard's stderr and an exception's message may hold several lines: the message the CLI
+    shows the person as one status line was cut across lines (Gemini CLI's stderr)."""
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(MULTI_LINE_FAILURES)
+    (tmp_path / "guard.py").write_text("def guard(event):\n    raise ValueError('bad\\nrule')\n")
+    options = BridgeOptions(
+        hooks=(str(hooks),), state=str(tmp_path / "state.sqlite3"), dialect=dialect
+    )
+    response = run_hook(json.dumps(_captured(captured)), options, environ={})
+    said = json.loads(response.stdout)["systemMessage"]
+    assert "\n" not in said
+    assert "hook 'loud' on before_tool_call: exited with 1: line one line two" in said
+    assert "raises: ValueError: bad rule" in said

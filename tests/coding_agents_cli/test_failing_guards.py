@@ -4,8 +4,8 @@ Installed with ``--fail-closed``, a hooks file that does not load denies the scr
 in each CLI's own format: the folder survives and the model is told why. Installed as by
 default (fail open), Gemini CLI shows the person why a guard did not decide: the bridge's
 refusal when the hooks file does not load, and a ``systemMessage`` naming the guard whose
-command cannot run (the tool call goes on, as the install's note says). Codex CLI 0.171 shows
-neither in ``codex exec`` (``docs/adapters.md``, "What each CLI cannot do").
+command cannot run (the tool call goes on, as the install's note says), on one line. Codex CLI
+0.171 shows neither in ``codex exec`` (``docs/adapters.md``, "What each CLI cannot do").
 
 A guard whose interpreter is gone (a removed virtualenv) never reaches the bridge: Codex runs the
 tool after a hook that cannot start, ``--fail-closed`` or not, and neither CLI has Claude Code's
@@ -107,6 +107,46 @@ def test_gemini_shows_a_guard_whose_command_cannot_run(project: Path, tmp_path: 
     assert not (project / "victim").exists()
     assert "otelhooks: a hook failed and did not decide: no-rm" in run.stderr
     assert "no-such-guard-binary: not found" in run.stderr
+
+
+LOUD_COMMAND = """\
+hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: "@shell"
+    command: "printf 'policy server down\\\\nretry later\\\\n' >&2; exit 1"
+"""
+ONE_LINE = "otelhooks: a hook failed and did not decide: no-rm: "
+
+
+def test_gemini_shows_a_failed_guard_s_reason_on_one_line(project: Path, tmp_path: Path) -> None:
+    """The guard's stderr holds two lines: Gemini CLI showed the person the first on the
+    status line and the second apart from it. Now the reason is one line."""
+    need_cli(GEMINI)
+    _install("gemini", project, LOUD_COMMAND, fail_closed=False)
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert not (project / "victim").exists()  # fail open, as install warned
+    (line,) = [line for line in run.stderr.splitlines() if ONE_LINE in line]
+    assert line.endswith("exited with 1: policy server down retry later"), line
+
+
+def test_codex_exec_shows_no_system_message_of_a_failed_guard(
+    project: Path, tmp_path: Path
+) -> None:
+    """The bridge tells Codex CLI in ``systemMessage`` (one line) that a guard failed, as it
+    tells Gemini CLI; ``codex exec`` 0.171 shows it nowhere, in its text output or with
+    ``--json`` (``docs/adapters.md``, "What each CLI cannot do"). When this fails, Codex shows
+    it: say so there."""
+    need_cli(CODEX)
+    _install("codex", project, LOUD_COMMAND, fail_closed=False)
+    home = tmp_path / "home"
+    codex_config(home, trusted=project)
+    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert not (project / "victim").exists()  # fail open, as install warned
+    assert "did not decide" not in run.stdout + run.stderr + run.told()
+    assert '"type":"command_execution"' in run.stdout.replace(" ", "")  # the tool ran, told
 
 
 ALLOW_ALL = "hooks:\n  - {id: look, type: PostToolUse, command: 'true'}\n"

@@ -84,9 +84,7 @@ def test_a_guard_that_hangs_is_denied_in_time_under_fail_closed(
     code, stdout, stderr, past_due = _bridge(tmp_path, dialect, "--fail-closed")
     assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     # a guard that hangs in its call was cut short (its 10 s timeout was not up): it says so
-    cut = (
-        ", less than hook guard may take (10 s, its timeout)" if guard == HANGS_IN_THE_CALL else ""
-    )
+    cut = ", hook guard cut short (its timeout: 10 s)" if guard == HANGS_IN_THE_CALL else ""
     assert deny_reason(dialect, stdout) == (
         f"otelhooks could not check this tool call (fail-closed): no answer within 2 s{cut}"
     )
@@ -111,14 +109,15 @@ def test_without_fail_closed_a_guard_cut_short_is_denied_in_time(
 ) -> None:
     """The answer time (2 s, set outright) ends before the guard's own timeout (10 s): the
     guard never had the time it asked for, so the late answer is a deny that says so. Before,
-    it was exit 1, a failing hook, and every CLI ran the tool."""
+    it was exit 1, a failing hook, and every CLI ran the tool. The reason claims no
+    ``--fail-closed`` (it said "(fail-closed)", a mode that was not on)."""
     (tmp_path / "otelhooks.yaml").write_text(HOOKS)
     (tmp_path / "guard.py").write_text(HANGS_IN_THE_CALL)
     code, stdout, stderr, past_due = _bridge(tmp_path, dialect)
     assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     assert deny_reason(dialect, stdout) == (
-        "otelhooks could not check this tool call (fail-closed): "
-        "no answer within 2 s, less than hook guard may take (10 s, its timeout)"
+        "otelhooks could not check this tool call, so it is blocked: "
+        "no answer within 2 s, hook guard cut short (its timeout: 10 s)"
     )
     assert 0 <= past_due < GRACE_S  # at its time, not before
 
@@ -199,7 +198,7 @@ def test_a_guard_that_blocks_when_it_fails_is_a_deny_when_no_answer_came_in_time
     code, stdout, stderr, past_due = _bridge(tmp_path, dialect)  # no --fail-closed
     assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     assert deny_reason(dialect, stdout) == (
-        "otelhooks could not check this tool call (fail-closed): "
+        "otelhooks could not check this tool call, so it is blocked: "
         "no answer within 2 s (hook policy blocks when it fails)"
     )
     assert 0 <= past_due < GRACE_S  # at its time, not before
@@ -215,8 +214,8 @@ def test_guards_that_continue_when_they_fail_but_were_cut_short_are_a_deny(
     code, stdout, stderr, _ = _bridge(tmp_path, "claude-code")
     assert code == 0, stderr
     assert deny_reason("claude-code", stdout) == (
-        "otelhooks could not check this tool call (fail-closed): no answer within 2 s, "
-        "less than hook audit-a, audit-b, policy may take (32 s, their timeouts)"
+        "otelhooks could not check this tool call, so it is blocked: no answer within 2 s, "
+        "hook audit-a, audit-b, policy cut short (their timeouts: 32 s)"
     )
 
 
@@ -229,8 +228,8 @@ def test_the_daemon_answers_late_as_the_one_process_bridge_does(tmp_path: Path) 
         daemon_pid(runtime)
         answered = hook(env, bash("t1", "rm -rf build"))
     assert answered.deny_reason() == (
-        "otelhooks could not check this tool call (fail-closed): "
-        "no answer: no answer within 2 s (hook policy blocks when it fails)"
+        "otelhooks could not check this tool call, so it is blocked: "
+        "no answer within 2 s (hook policy blocks when it fails)"
     )
     assert answered.seconds < 15
 
@@ -278,7 +277,7 @@ def test_a_guard_holding_the_interpreter_lock_is_denied_in_time_through_the_hook
     (tmp_path / "otelhooks.yaml").write_text(LOCKING_GUARD)
     (tmp_path / "guard.py").write_text(HOLDS_THE_LOCK)
     expected = (
-        "otelhooks could not check this tool call (fail-closed): "
+        "otelhooks could not check this tool call, so it is blocked: "
         "no answer within 7 s (hook policy blocks when it fails)"
     )
     with runtime_folder() as runtime:
@@ -326,7 +325,7 @@ def test_a_guard_that_ends_its_process_is_answered_as_late_through_the_hook_clie
     # an answer time far past what a loaded machine takes to start the bridges (20-25 s at a
     # load of 20): the late answer must come as the bridge ends, not when it is due
     expected = (
-        "otelhooks could not check this tool call (fail-closed): "
+        "otelhooks could not check this tool call, so it is blocked: "
         "no answer within 120 s (hook policy blocks when it fails)"
     )
     with runtime_folder() as runtime:

@@ -188,10 +188,10 @@ def test_a_late_answer_is_a_deny_when_a_guard_to_run_blocks_when_it_fails(
     reason = response.json()["hookSpecificOutput"]["permissionDecisionReason"]
     why = {
         "block": "(hook policy blocks when it fails)",
-        "continue": ", less than hook audit, policy may take (14 s, their timeouts)",
+        "continue": ", hook audit, policy cut short (their timeouts: 14 s)",
     }[on_error]
     assert reason == (
-        f"otelhooks could not check this tool call (fail-closed): "
+        f"otelhooks could not check this tool call, so it is blocked: "
         f"otelhooks: no answer within 1 s{' ' if on_error == 'block' else ''}{why}"
     )
 

@@ -24,6 +24,7 @@ from agents import (
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
     ToolInputGuardrailTripwireTriggered,
+    UserError,
     function_tool,
     input_guardrail,
     set_trace_processors,
@@ -40,6 +41,7 @@ from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
 from otelhooks.integrations.openai_agents import (
     HookedRunner,
     RunBlockedError,
+    ToolNotHookedError,
     UnguardedToolWarning,
     hook_agent,
     hook_tool,
@@ -488,11 +490,12 @@ def test_a_deny_holds_for_the_agent_of_a_handoff_object(pipe: TestPipeline) -> N
     assert not hasattr(cleaner.tools[0].on_invoke_tool, "__otelhooks_hooked__")
 
 
-def test_an_agent_run_as_a_tool_is_guarded_once_hooked_and_named_in_a_warning_until_then(
+def test_an_agent_run_as_a_tool_is_guarded_once_hooked_and_refused_until_then(
     pipe: TestPipeline,
 ) -> None:
     # Agent.as_tool runs the very agent it was made from, never a clone hook_agent could make:
-    # its tools ran unhooked and no warning said so
+    # its tools ran unhooked (later only named in a warning: delete_file still ran). Now the
+    # call of such an agent tool is refused as it starts, as other unhooked tools are
     pipe.register(*GUARDS)
 
     def boss_of(tool: Any) -> tuple[Agent[Any], ScriptedModel]:
@@ -505,9 +508,17 @@ def test_an_agent_run_as_a_tool_is_guarded_once_hooked_and_named_in_a_warning_un
     world = World()
     cleaner, _ = _cleaner(world, "d1")
     boss, _ = boss_of(cleaner.as_tool(tool_name="clean", tool_description="Clean up."))
-    with pytest.warns(UnguardedToolWarning, match="'clean' .*runs agent 'cleaner', whose own"):
+    warned = pytest.warns(UnguardedToolWarning, match="'clean' .*runs agent 'cleaner', whose own")
+    with warned, pytest.raises(UserError) as raised:
         asyncio.run(HookedRunner(pipe.tracer).run(boss, "clean up"))
-    assert world.ran == ["delete_file"]  # what the warning says: no hook saw it
+    assert isinstance(raised.value.__cause__, ToolNotHookedError)
+    assert "runs agent 'cleaner', whose own tools are not hooked" in str(raised.value.__cause__)
+    assert world.ran == []  # refused before the nested agent ran
+    assert world.files == {"a.txt": "hello otel hooks"}
+    pipe.flush()
+    refused = pipe.span("execute_tool clean")
+    assert refused.status.status_code is StatusCode.ERROR
+    assert (refused.attributes or {})["otelhooks.tool.matcher_value"] == "boss/clean"
 
     world = World()
     cleaner, cleaner_model = _cleaner(world, "d2")
@@ -668,7 +679,7 @@ def test_a_tool_that_raises_is_a_failure_with_the_sdks_tracing_off(
 def test_a_failure_inside_an_agent_run_as_a_tool_is_not_the_agent_tools(
     pipe: TestPipeline,
 ) -> None:
-    # the exception of a tool of an (unhooked) agent run as a tool reaches the same
+    # the exception of a tool of an agent run as a tool reaches the same
     # tool_error_formatter: it is that tool's, not the failure of the call that ran the agent
     @function_tool
     def flaky() -> str:
@@ -678,17 +689,15 @@ def test_a_failure_inside_an_agent_run_as_a_tool_is_not_the_agent_tools(
     inner = ScriptedModel(
         "m", [[function_call("flaky", {}, call_id="i1")], [assistant_message("handled")]]
     )
-    sub = Agent(name="sub", model=inner, tools=[flaky])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnguardedToolWarning)
-        ask = sub.as_tool(tool_name="ask_sub", tool_description="Ask the sub-agent.")
-        model = ScriptedModel(
-            "m",
-            [[function_call("ask_sub", {"input": "go"}, call_id="o1")], [assistant_message("ok")]],
-        )
-        agent = Agent(name="bot", model=model, tools=[ask])
-        config = RunConfig(tracing_disabled=True)
-        asyncio.run(HookedRunner(pipe.tracer).run(agent, "go", run_config=config))
+    sub = hook_agent(Agent(name="sub", model=inner, tools=[flaky]))
+    ask = sub.as_tool(tool_name="ask_sub", tool_description="Ask the sub-agent.")
+    model = ScriptedModel(
+        "m",
+        [[function_call("ask_sub", {"input": "go"}, call_id="o1")], [assistant_message("ok")]],
+    )
+    agent = Agent(name="bot", model=model, tools=[ask])
+    config = RunConfig(tracing_disabled=True)
+    asyncio.run(HookedRunner(pipe.tracer).run(agent, "go", run_config=config))
     pipe.flush()
 
     assert model.tool_outputs() == {"o1": "handled"}

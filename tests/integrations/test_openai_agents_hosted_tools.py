@@ -149,3 +149,76 @@ def test_a_shell_deny_of_a_hosted_shell_s_call_is_recorded_as_not_enforced(
     assert attrs["error.type"] == "otelhooks.integrations.openai_agents.UnguardedToolCall"
     assert attrs["gen_ai.tool.call.id"] == "c1"
     assert [e["tool"] for e in logs if "not enforced" in e["event"]] == ["ops/shell"]
+
+
+def test_a_tool_search_and_a_program_the_api_ran_are_recorded(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    """A ``ToolSearchTool``'s search and a ``ProgrammaticToolCallingTool``'s program run in the
+    model's API, as any hosted tool's call. Before, ``hook_agent``'s warning named the tools and
+    no call of them was recorded: no span, no hook run. Now each is an ``execute_tool`` span,
+    and a deny of one is said to be not enforced."""
+    from agents import ProgrammaticToolCallingTool, ToolSearchTool
+    from openai.types.responses import ResponseToolSearchCall, ResponseToolSearchOutputItem
+    from openai.types.responses.response_output_item import Program, ProgramOutput
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+    pipe.register(
+        hook("audit", "before_tool_call", lambda e: seen.append((e.apiName, dict(e.args)))),
+        hook("no-program", "before_tool_call", lambda e: Block("no"), matcher="programmatic_.*"),
+        hook("errors", "on_tool_call_error", recorder),
+        hook("after", "after_tool_call", recorder),
+    )
+    found: Any = {"type": "function", "name": "delete_file", "parameters": {}, "strict": False}
+    turn = [
+        ResponseToolSearchCall(
+            id="ts1",
+            call_id="s1",
+            type="tool_search_call",
+            arguments={"query": "files"},
+            execution="server",
+            status="completed",
+        ),
+        ResponseToolSearchOutputItem(
+            id="tso1",
+            call_id="s1",
+            type="tool_search_output",
+            execution="server",
+            status="completed",
+            tools=[found],
+        ),
+        Program(id="p1", call_id="pc1", type="program", code="return 1 + 1", fingerprint="f"),
+        ProgramOutput(
+            id="po1", call_id="pc1", type="program_output", result="2", status="completed"
+        ),
+        assistant_message("done"),
+    ]
+    agent = Agent(
+        name="searcher",
+        model=ScriptedModel("m", [turn]),
+        tools=[ToolSearchTool(), ProgrammaticToolCallingTool()],
+    )
+    with warnings.catch_warnings(), capture_logs() as logs:
+        warnings.simplefilter("ignore", UnguardedToolWarning)
+        result = asyncio.run(HookedRunner(pipe.tracer).run(agent, "go"))
+    pipe.flush()
+    assert result.final_output == "done"
+
+    assert sorted(seen) == [
+        ("programmatic_tool_calling", {"code": "return 1 + 1"}),
+        ("tool_search", {"arguments": {"query": "files"}, "execution": "server"}),
+    ]
+    search = pipe.span("execute_tool tool_search")
+    assert search.status.status_code is not StatusCode.ERROR
+    attrs = dict(search.attributes or {})
+    assert attrs["gen_ai.tool.call.id"] == "s1"
+    assert attrs["gen_ai.tool.type"] == "extension"
+    assert attrs["otelhooks.tool.outcome"] == "success"
+    (after,) = recorder.of("after_tool_call")
+    assert "delete_file" in str(after.result)  # type: ignore[attr-defined]  # the tools found
+    program = pipe.span("execute_tool programmatic_tool_calling")
+    assert program.status.status_code is StatusCode.ERROR  # denied: not enforced, said so
+    assert [e.errorType for e in recorder.of("on_tool_call_error")] == ["UnguardedToolCall"]  # type: ignore[attr-defined]
+    assert [e["tool"] for e in logs if "not enforced" in e["event"]] == [
+        "searcher/programmatic_tool_calling"
+    ]

@@ -16,12 +16,17 @@ import pytest
 pytest.importorskip("agents")
 pytest.importorskip("mcp")
 
-from agents import Agent, RunConfig, set_trace_processors
+from agents import Agent, RunConfig, UserError, set_trace_processors
 from agents.mcp import MCPServerStdio
 from agents.testing import assistant_message, function_call
 
 from otelhooks import Block, ToolCallEvent
-from otelhooks.integrations.openai_agents import HookedRunner, UnguardedToolWarning, hook_agent
+from otelhooks.integrations.openai_agents import (
+    HookedRunner,
+    ToolNotHookedError,
+    UnguardedToolWarning,
+    hook_agent,
+)
 from otelhooks.testing import TestPipeline
 from tests.conftest import Recorder, hook
 from tests.integrations._agents_model import ScriptedModel
@@ -192,11 +197,11 @@ def test_an_mcp_call_outside_a_hooked_run_says_it_is_not_guarded(tmp_path: Path)
     assert len(reached(tmp_path / "log")) == 1
 
 
-def test_an_agent_run_as_a_tool_with_mcp_servers_is_guarded_once_hooked_and_named_until_then(
+def test_an_agent_run_as_a_tool_with_mcp_servers_is_guarded_once_hooked_and_refused_until_then(
     pipe: TestPipeline, tmp_path: Path
 ) -> None:
     # Agent.as_tool runs the very agent it was made from: its servers' calls ran past the deny
-    # and no warning said so
+    # (later only named in a warning); now such a tool's call is refused as it starts
     pipe.register(
         hook("no-notes", "PreToolUse", lambda e: Block("no notes"), matcher="mcp__notes__.*")
     )
@@ -225,13 +230,15 @@ def test_an_agent_run_as_a_tool_with_mcp_servers_is_guarded_once_hooked_and_name
 
     async def main() -> None:
         async with notes_server(log) as server:
-            with pytest.warns(UnguardedToolWarning, match="'scribe' .*runs agent 'scribe', whose"):
+            warned = pytest.warns(UnguardedToolWarning, match="'scribe' .*runs agent 'scribe'")
+            with warned, pytest.raises(UserError) as raised:
                 await run_as_tool(server, hooked=False)
-            assert len(reached(log)) == 1  # what the warning says: no hook saw it
+            assert isinstance(raised.value.__cause__, ToolNotHookedError)
+            assert reached(log) == []  # refused before the nested agent ran (it reached it)
             with warnings.catch_warnings():
                 warnings.simplefilter("error", UnguardedToolWarning)
                 await run_as_tool(server, hooked=True)
-            assert len(reached(log)) == 1
+            assert reached(log) == []  # its guard denied
 
     asyncio.run(main())
 

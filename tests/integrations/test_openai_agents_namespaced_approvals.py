@@ -19,6 +19,7 @@ from agents import (
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
     ToolSearchTool,
+    UserError,
     function_tool,
     set_trace_processors,
     tool_input_guardrail,
@@ -27,7 +28,7 @@ from agents import (
 from agents.testing import assistant_message, function_call
 from structlog.testing import capture_logs
 
-from otelhooks.integrations.openai_agents import HookedRunner, hook_agent
+from otelhooks.integrations.openai_agents import HookedRunner, ToolNotHookedError, hook_agent
 from otelhooks.testing import TestPipeline
 from tests.conftest import Recorder, hook
 from tests.integrations._agents_model import ScriptedModel
@@ -308,12 +309,12 @@ def test_a_rejected_call_of_an_agent_used_as_a_tool_is_recorded(
 
 
 @pytest.mark.filterwarnings("ignore::otelhooks.integrations.openai_agents.UnguardedToolWarning")
-def test_a_decision_no_context_of_the_run_holds_is_an_error_in_the_log(
+def test_an_agent_tool_not_hooked_is_refused_before_its_nested_run_asks_a_person(
     pipe: TestPipeline, recorder: Recorder
 ) -> None:
     # an agent used as a tool that is not hooked (your agent's own as_tool: the warning names
-    # it) decides its calls in a nested run otelhooks never sees: the rejection was dropped
-    # without a word
+    # it) decided its calls in a nested run otelhooks never saw: the rejection was dropped
+    # without a word (an error in the log only). Now its call is refused as it starts
     pipe.register(hook("denied", "on_tool_call_denied", recorder))
     inner_model = ScriptedModel(
         "i",
@@ -326,14 +327,14 @@ def test_a_decision_no_context_of_the_run_holds_is_an_error_in_the_log(
     as_tool = janitor.as_tool(tool_name="janitor", tool_description="Cleans up.")
     call = function_call("janitor", {"input": "clean"}, call_id="o1")
 
-    with capture_logs() as logs:
+    with pytest.raises(UserError) as raised:
         _decide_and_resume(pipe, [as_tool], [call], set())
 
-    assert inner_model.tool_outputs() == {"i1": "not i1"}
-    assert recorder.of("on_tool_call_denied") == []
-    (error,) = [e for e in logs if e["log_level"] == "error"]
-    assert "could not tell which calls a person rejected" in error["event"]
-    assert error["calls"] == ["i1"]
+    pipe.flush()
+    assert isinstance(raised.value.__cause__, ToolNotHookedError)
+    assert inner_model.tool_outputs() == {}  # the nested run never started
+    (denied,) = recorder.of("on_tool_call_denied")
+    assert denied.apiName == "janitor"  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("rejected", ["janitor", "cleaner"])

@@ -99,7 +99,8 @@ def test_a_late_tool_end_whose_hook_goes_on_when_it_fails_but_was_cut_short_with
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["decision"] == "block"
-    assert "no answer within 1 s, less than hook" in body["reason"]
+    assert "no answer within 1 s, hook " in body["reason"]
+    assert "cut short" in body["reason"]
     assert "redact" in body["reason"]
     withheld = body["hookSpecificOutput"]["updatedToolOutput"]
     assert withheld["stdout"].startswith("[tool output withheld")

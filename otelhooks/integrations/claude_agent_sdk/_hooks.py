@@ -176,6 +176,7 @@ def hooks_for(
     # is given up on and its thread replaced, so it holds back no other event.
     runner = FairRunner()
     refusing = BridgeOptions(fail_closed=True)
+    told = BridgeOptions(fail_closed=fail_closed)  # what a late answer's reason says of the mode
     # an approval holds the call until a person answers: a CLI that gave up first refused the
     # call, whatever the person then answered
     approvals = longest_approval_of(oh.engine.registry.hooks())
@@ -199,7 +200,8 @@ def hooks_for(
             "a Claude Agent SDK hook event answered as a failure", hook_event=event, problem=problem
         )
         if event in _DENIABLE:
-            return _refusal("PreToolUse", problem, refusing)
+            # a deny whatever the flag (the CLI refuses it anyway), claiming no mode not on
+            return _refusal("PreToolUse", problem, told, closed=True)
         if event in APPROVAL_EVENTS:
             return closed_answer(event, f"otelhooks: {problem}", payload)
         return HookResponse(1, stderr=f"otelhooks: {problem}")

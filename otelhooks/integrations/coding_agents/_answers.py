@@ -48,6 +48,7 @@ __all__ = [
     "answers_from_notes",
     "closed_answer",
     "combine",
+    "could_not_check",
     "denied_by",
     "dumps",
     "keep_block",
@@ -90,11 +91,23 @@ def late_problem(
         short = cut_short(waited_s, hooks) if waited_s is not None else []
         if short:
             need = guards_s(hooks)
-            which = "hook " + ", ".join(short)
             own = "its timeout" if len(short) == 1 else "their timeouts"
-            return f"{problem}, less than {which} may take ({need:g} s, {own})", True
+            return f"{problem}, hook {', '.join(short)} cut short ({own}: {need:g} s)", True
         return problem, False
     return f"{problem} (hook {', '.join(blocking)} blocks when it fails)", True
+
+
+def could_not_check(problem: str, *, fail_closed: bool) -> str:
+    """The reason of a deny no hook gave (``problem``: what failed): it names ``--fail-closed``
+    only when that is on, for a deny a hook's own rule gave (:func:`late_problem`) must not
+    claim a mode the user did not ask for.
+
+    Example:
+        >>> could_not_check("hook g cut short", fail_closed=False)
+        'otelhooks could not check this tool call, so it is blocked: hook g cut short'
+    """
+    mode = " (fail-closed)" if fail_closed else ", so it is blocked"
+    return f"otelhooks could not check this tool call{mode}: {problem}"
 
 
 def closed_answer(
@@ -201,10 +214,10 @@ _FAILURE_CHARS = 500
 
 
 def tell_failures(output: dict[str, Any], errors: Sequence[str]) -> None:
-    """Say in ``output``'s ``systemMessage`` which guards failed (``hook id: problem``, a
-    verdict's ``errors``) when the action goes on anyway: a guard that could not decide must
-    not look like one that had no objection (the CLI shows the message to the person; the
-    model does not read it).
+    """Say in ``output``'s ``systemMessage``, on one line, which guards failed (``hook id:
+    problem``, a verdict's ``errors``) when the action goes on anyway: a guard that could not
+    decide must not look like one that had no objection (the CLI shows the message to the
+    person; the model does not read it).
 
     Example:
         >>> out = {}
@@ -214,7 +227,9 @@ def tell_failures(output: dict[str, Any], errors: Sequence[str]) -> None:
     """
     if not errors:
         return
-    failed = "; ".join(scrub(e)[:_FAILURE_CHARS] for e in errors)
+    # one line: a command's stderr or an exception's message may hold several, and the CLIs
+    # show the message as a status line (Gemini CLI's stderr, Codex CLI's hook warning)
+    failed = "; ".join(" ".join(scrub(e).split())[:_FAILURE_CHARS] for e in errors)
     said = f"otelhooks: a hook failed and did not decide: {failed}"
     earlier = output.get("systemMessage")
     output["systemMessage"] = f"{earlier}\n\n{said}" if earlier else said

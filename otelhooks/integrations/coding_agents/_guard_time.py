@@ -26,7 +26,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-__all__ = ["ASKS_ON_FAILURE", "MARGIN_S", "cut_short", "event_wait", "guards_s", "longest_guards_s"]
+__all__ = [
+    "ASKS_ON_FAILURE",
+    "MARGIN_S",
+    "cut_short",
+    "event_wait",
+    "guards_s",
+    "longest_guards_s",
+    "timed_guards",
+]
 
 # Events whose hook's failure Claude Code answers by asking the person (its own permission
 # question): a guard cut short there lets nothing through unasked, so it is left a failure
@@ -109,14 +117,23 @@ def longest_guards_s(hooks: Sequence[Any], events: Iterable[str]) -> float:
         >>> longest_guards_s([], ["PreToolUse"])
         0.0
     """
+    return max((guards_s(timed_guards(hooks, name)) for name in events), default=0.0)
+
+
+def timed_guards(hooks: Sequence[Any], event: str) -> list[Any]:
+    """The hooks of ``hooks`` whose time the answer to ``event`` (Claude Code's name) waits
+    for: those of its canonical event and of the events its answer waits for too, as the
+    bridge runs them (``[]`` for an event whose hooks are observers, queued).
+
+    Example:
+        >>> timed_guards([], "PreToolUse")
+        []
+    """
     from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
     from otelhooks.integrations.coding_agents._mapping import ALSO_NOW, EVENTS
 
-    longest = 0.0
-    for name in events:
-        known = EVENTS.get(name)
-        if known is None or name not in ANSWERING_EVENTS:
-            continue  # its hooks are observers, queued: the answer does not wait for them
-        names = {known.canonical, *ALSO_NOW.get(name, ())}
-        longest = max(longest, guards_s(h for h in hooks if h.event in names))
-    return longest
+    known = EVENTS.get(event)
+    if known is None or event not in ANSWERING_EVENTS:
+        return []  # its hooks are observers, queued: the answer does not wait for them
+    names = {known.canonical, *ALSO_NOW.get(event, ())}
+    return [h for h in hooks if h.event in names and _timed(h)]

@@ -94,6 +94,7 @@ from otelhooks._store._errors import StoreUnavailable, error_reason
 from otelhooks.integrations.coding_agents._answers import (
     ANSWERING_EVENTS,
     closed_answer,
+    could_not_check,
     late_problem,
 )
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
@@ -224,7 +225,7 @@ class ClaudeCodeHookRoute:
         ``fail_closed``, or ``closed``: a hook that was to decide blocks when it fails), else
         ``status``."""
         if (self.fail_closed or closed) and event in ("PreToolUse", None):
-            reason = f"otelhooks could not check this tool call (fail-closed): {problem}"
+            reason = could_not_check(problem, fail_closed=self.fail_closed)
             return 200, json.dumps(_deny("PreToolUse", reason)).encode()
         error = "hook_failed" if status == 500 else "bad_request"
         return status, json.dumps({"error": error, "message": problem}).encode()

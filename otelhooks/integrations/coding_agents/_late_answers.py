@@ -76,7 +76,9 @@ def late_answer(
         fail_closed=options.fail_closed,
     )
     hooks = deciding(bridge, dialect, raw)
-    refusal = late_refusal(event, f"no answer: {late}", options, hooks, raw, waited_s)
+    # a deadline's message says "no answer within N s" itself
+    problem = str(late) if late.reason == "deadline" else f"no answer: {late}"
+    refusal = late_refusal(event, problem, options, hooks, raw, waited_s)
     return dialect.answer(refusal)
 
 

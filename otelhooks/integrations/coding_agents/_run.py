@@ -19,7 +19,7 @@ import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -111,10 +111,16 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes")
 
 
-def _refusal(event: str | None, problem: str, options: BridgeOptions) -> HookResponse:
-    """What a bridge problem answers: deny when fail-closed guards this event, else exit 1."""
-    if options.fail_closed and event in ("PreToolUse", None):
-        reason = f"otelhooks could not check this tool call (fail-closed): {problem}"
+def _refusal(
+    event: str | None, problem: str, options: BridgeOptions, *, closed: bool = False
+) -> HookResponse:
+    """What a bridge problem answers: deny when fail-closed guards this event, else exit 1;
+    a deny too when the hooks deciding it close it (``closed``: one blocks when it fails, or
+    was cut short), whose reason claims no ``--fail-closed`` the user did not ask for."""
+    if (options.fail_closed or closed) and event in ("PreToolUse", None):
+        from otelhooks.integrations.coding_agents._answers import could_not_check
+
+        reason = could_not_check(problem, fail_closed=options.fail_closed)
         if options.deny_mode == "exit2" and event == "PreToolUse":
             return HookResponse(2, stderr=reason)
         decision = {
@@ -161,7 +167,7 @@ def late_refusal(
             deny_mode=options.deny_mode,
             agent=dialect.agent,
         )
-    return _refusal(event, problem, replace(options, fail_closed=True) if closed else options)
+    return _refusal(event, problem, options, closed=closed)
 
 
 def run_hook(

@@ -45,7 +45,7 @@ from otelhooks.integrations.openai_agents._mcp_servers import HookedMCPServer
 from otelhooks.integrations.openai_agents._run_hooks import AgentHooksFeed
 from otelhooks.integrations.openai_agents._tools import _HOOKED, Hookable, hook_tool
 
-__all__ = ["hook_agent", "warn_unhooked_state"]
+__all__ = ["agent_tool_unhooked", "hook_agent", "warn_unhooked_state"]
 
 # The kind a guard names for each SDK tool otelhooks wraps (its default name is one of the kind's).
 _KINDS: Final[dict[type[Any], str]] = {
@@ -73,6 +73,22 @@ def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
     )
 
 
+def agent_tool_unhooked(tool: FunctionTool) -> str | None:
+    """Why a call of the ``Agent.as_tool`` tool ``tool`` is refused (``None``: it is no agent
+    tool, or its agent is hooked, or which agent it runs is not known): the agent it runs (or
+    one it hands off to) has tools otelhooks' hooks do not see."""
+    origin = get_function_tool_origin(tool)
+    if origin is None or origin.type is not ToolOriginType.AGENT_AS_TOOL:
+        return None
+    agent = getattr(tool, "_agent_instance", None)  # as in _agent_tool_unguarded
+    if not isinstance(agent, Agent) or _hooked(agent, set()):
+        return None
+    return (
+        f"runs agent {agent.name!r}, whose own tools are not hooked (make the tool with "
+        "hook_agent(agent).as_tool(...))"
+    )
+
+
 def _agent_tool_unguarded(tool: FunctionTool) -> str | None:
     """Why the agent an ``Agent.as_tool`` tool runs is not guarded (``None``: it is, or
     ``tool`` is no agent tool): that agent (or one it hands off to) has tools otelhooks' hooks do
@@ -93,7 +109,8 @@ def _agent_tool_unguarded(tool: FunctionTool) -> str | None:
         return None
     return (
         f"it runs agent {agent.name!r}, whose own tools are not hooked "
-        "(make the tool with hook_agent(agent).as_tool(...))"
+        "(make the tool with hook_agent(agent).as_tool(...)); a call of it is refused: "
+        "ToolNotHookedError"
     )
 
 

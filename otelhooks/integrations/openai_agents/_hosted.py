@@ -1,7 +1,9 @@
 """The calls of the tools no otelhooks hook can stop, read from the model's response: the hosted
 tools the model's API ran before it answered (``WebSearchTool``, ``FileSearchTool``,
 ``CodeInterpreterTool``, ``ImageGenerationTool``, a ``HostedMCPTool``'s server, a ``ShellTool``
-with no executor, whose arguments are a local one's) and those the SDK
+with no executor, whose arguments are a local one's, a ``ToolSearchTool``'s search, a
+``ProgrammaticToolCallingTool``'s program: the function calls a program makes are the SDK's
+own, hooked) and those the SDK
 runs with nothing otelhooks wraps (a ``ComputerTool`` of an agent whose tools are not hooked;
 a hooked one's actions are calls of their own,
 :mod:`~otelhooks.integrations.openai_agents._computer`).
@@ -37,11 +39,18 @@ _TOOLS: Final[dict[str, str | None]] = {
     "image_generation_call": "image_generation",
     "computer_call": "computer_use_preview",
     "mcp_call": None,
+    "tool_search_call": "tool_search",
+    "program": "programmatic_tool_calling",
 }
+# the item holding what such a call gave back, when it is an item of its own (same call id)
+_OUTPUTS: Final = {"tool_search_output": "tools", "program_output": "result"}
 
 # what the tool gave back, not what it was asked: kept out of the arguments hooks judge
 _RESULTS: Final = frozenset({"result", "results", "outputs", "output", "error"})
-_IDS: Final = frozenset({"type", "id", "call_id", "status", "pending_safety_checks", "name"})
+_IDS: Final = frozenset(
+    {"type", "id", "call_id", "status", "pending_safety_checks", "name", "created_by"}
+    | {"fingerprint"}  # a program's replay token, not what it was asked
+)
 
 
 class UnguardedToolCall(RuntimeError):
@@ -81,18 +90,38 @@ def _call(
     return None, name, args, call_id
 
 
+def _given_back(output: list[Any]) -> dict[str, dict[str, Any]]:
+    """By call id, what a tool search or a program gave back, in an item of its own (the
+    ``tools`` found, by name; a program's ``result``) and its ``status``."""
+    found: dict[str, dict[str, Any]] = {}
+    for item in output:
+        key = _OUTPUTS.get(getattr(item, "type", None) or "")
+        if key is None:
+            continue
+        fields = item.model_dump(mode="json", exclude_none=True)
+        value = fields.get(key)
+        if key == "tools" and isinstance(value, list):
+            value = [t.get("name") or t.get("type") for t in value if isinstance(t, dict)]
+        call_id = fields.get("call_id")
+        if call_id:
+            found[call_id] = {"output": value, "status": fields.get("status")}
+    return found
+
+
 async def record_hosted(
     step: Step, agent: str, output: list[Any], shell: str | None = None, computer: bool = True
 ) -> None:
     """Record each call in the model's ``output`` that no hook can stop (see the module);
     ``shell``: the name of the agent's hosted ``ShellTool``, if it has one; ``computer``:
     whether its ``computer_call`` items are (its ``ComputerTool`` is not hooked)."""
+    given = _given_back(output)
     for item in output:
         found = _call(item, shell, computer)
         if found is None:
             continue
         identifier, name, args, call_id = found
         fields = item.model_dump(mode="json", exclude_none=True)
+        fields.update(given.get(call_id, {}) if call_id else {})
         with trace.use_span(step.span, end_on_exit=False):
             async with step.tool_call(
                 identifier or agent, name, args, tool_call_id=call_id, tool_type="extension"

@@ -4,12 +4,13 @@
 (``agent.tools``, its MCP servers). The SDK asks the agent for its tools at each turn
 (``Agent.get_all_tools``), so a tool that is not among them reaches the model unhooked: one an
 ``Agent`` subclass's ``get_all_tools`` (or ``get_mcp_tools``) returns, one appended to the
-agent's ``tools`` while it runs. Its calls would run past every guard; so, when the SDK starts
-one (the agent's ``on_tool_start``, before the tool's own code), the call is refused: an
-``execute_tool`` span denied by ``otelhooks`` (``on_tool_call_denied`` told) and failed, and
-:class:`ToolNotHookedError` raised, which the SDK raises from the run (``UserError``), so the
-tool never runs. A ``SandboxAgent``'s capability tools, which the SDK adds at each run, stay as
-:func:`hook_agent`'s warning says (run, unguarded).
+agent's ``tools`` while it runs; and ``agent.as_tool(...)`` of an agent whose own tools are not
+hooked, whose nested run the SDK gives that very agent. Their calls would run past every guard;
+so, when the SDK starts one (the agent's ``on_tool_start``, before the tool's own code), the
+call is refused: an ``execute_tool`` span denied by ``otelhooks`` (``on_tool_call_denied``
+told) and failed, and :class:`ToolNotHookedError` raised, which the SDK raises from the run
+(``UserError``), so the tool never runs. A ``SandboxAgent``'s capability tools, which the SDK
+adds at each run, stay as :func:`hook_agent`'s warning says (run, unguarded).
 """
 
 from __future__ import annotations
@@ -30,13 +31,18 @@ from otelhooks.integrations.openai_agents._tools import Hookable, hook_tool
 __all__ = ["ToolNotHookedError", "refuse_unhooked"]
 
 _log = structlog.get_logger("otelhooks")
+_NOT_LISTED = (
+    "is not one hook_agent hooked (an Agent subclass's get_all_tools returned it, or it was "
+    "added while the agent ran)"
+)
 
 
 class ToolNotHookedError(RuntimeError):
     """A tool started in a :class:`HookedRunner` run without otelhooks' hooks (an ``Agent``
-    subclass's ``get_all_tools`` returned it, or it was added to the agent while it ran): it
-    was refused before it ran. List the agent's tools in ``Agent(tools=...)``, which
-    :func:`hook_agent` hooks.
+    subclass's ``get_all_tools`` returned it, or it was added to the agent while it ran; or
+    ``agent.as_tool(...)`` of an agent whose own tools are not hooked): it was refused before
+    it ran. List the agent's tools in ``Agent(tools=...)``, which :func:`hook_agent` hooks, and
+    make an agent tool from ``hook_agent(agent).as_tool(...)``.
     """
 
 
@@ -44,34 +50,41 @@ class ToolNotHookedError(RuntimeError):
 ToolNotHookedError.__module__ = "otelhooks.integrations.openai_agents"
 
 
-def _unhooked(agent: Agent[Any], tool: Tool) -> bool:
-    """Whether ``tool`` is one otelhooks hooks, started without its hooks."""
+def _unhooked(agent: Agent[Any], tool: Tool) -> str | None:
+    """Why ``tool`` is one otelhooks hooks, started without its hooks (``None``: it is not)."""
+    from otelhooks.integrations.openai_agents._hooked_agents import agent_tool_unhooked
+
     if isinstance(agent, SandboxAgent):
-        return False  # its capabilities' tools: named by hook_agent's warning
+        return None  # its capabilities' tools: named by hook_agent's warning
     if isinstance(tool, FunctionTool):
         origin = get_function_tool_origin(tool)
         if origin is not None and origin.type is ToolOriginType.MCP:
             # judged at the server's wrapper, when the agent's servers are wrapped
-            return not all(isinstance(s, HookedMCPServer) for s in agent.mcp_servers)
+            if all(isinstance(s, HookedMCPServer) for s in agent.mcp_servers):
+                return None
+            return _NOT_LISTED
+        # an agent used as a tool whose own tools are not hooked: its nested run would call
+        # them past every guard, and the SDK runs that very agent, never a hooked clone
+        nested = agent_tool_unhooked(tool)
+        if nested is not None:
+            return nested
     if not isinstance(
         tool, FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool | CustomTool
     ):
-        return False
+        return None
     hookable: Hookable = tool
-    return hook_tool(hookable) is not hookable
+    return _NOT_LISTED if hook_tool(hookable) is not hookable else None
 
 
 async def refuse_unhooked(context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool) -> None:
     """Refuse ``tool``'s call when it starts unhooked in a hooked run (see the module)."""
     run = CURRENT_RUN.get()
-    if run is None or not _unhooked(agent, tool):
+    unhooked = None if run is None else _unhooked(agent, tool)
+    if run is None or unhooked is None:
         return
     call_id = context.tool_call_id if isinstance(context, ToolContext) else None
     raw = context.tool_arguments if isinstance(context, ToolContext) else ""
-    why = (
-        f"tool {tool.name!r} of agent {agent.name!r} is not one hook_agent hooked (an Agent "
-        "subclass's get_all_tools returned it, or it was added while the agent ran): refused"
-    )
+    why = f"tool {tool.name!r} of agent {agent.name!r} {unhooked}: refused"
     _log.error("a tool otelhooks did not hook started in a hooked run: refused", tool=tool.name)
     refused = ToolNotHookedError(why)
     run.refuse_call(tool.name, agent.name, parse_args(raw), call_id, refused)
