@@ -47,11 +47,23 @@ T = TypeVar("T")
 
 
 class Late(Exception):
-    """A call was not answered by its deadline, or was refused because too many wait."""
+    """A call was not answered by its deadline, or was refused because too many wait.
 
-    def __init__(self, reason: str, message: str) -> None:
+    ``ran_s``: how long the call ran before it was given up on (``0.0``: it never started:
+    refused, or it waited for a thread all along, behind its key's other calls or a starved
+    process); ``None`` when not known.
+    """
+
+    def __init__(self, reason: str, message: str, ran_s: float | None = None) -> None:
         super().__init__(message)
         self.reason = reason
+        self.ran_s = ran_s
+
+    def had_s(self, waited_s: float) -> float:
+        """The time the call's hooks had of the ``waited_s`` it was waited for: only the time
+        it ran counts (a guard that never started never had its time, and its answer is
+        missing, not late)."""
+        return waited_s if self.ran_s is None else min(waited_s, self.ran_s)
 
 
 _QUEUED, _RUNNING, _GIVEN_UP, _STUCK, _DONE = range(5)
@@ -104,6 +116,17 @@ class _Expired(Exception):
 def _expire(waiter: asyncio.Future[Any]) -> None:
     if not waiter.done():
         waiter.set_exception(_Expired())
+
+
+def _deadline_late(timeout_s: float, ran_s: float | None) -> Late:
+    """The :class:`Late` of a call not answered in ``timeout_s``, saying how much of it ran."""
+    message = f"no answer within {timeout_s:g} s"
+    if ran_s == 0.0:
+        message += " (its hooks never ran: the call waited all along for a thread, behind its "
+        message += "session's other calls or in a process starved of CPU)"
+    elif ran_s is not None and ran_s < timeout_s - 0.05:
+        message += f" (its hooks ran {ran_s:.1f} s of it: the call waited for a thread first)"
+    return Late("deadline", message, ran_s)
 
 
 class FairRunner:
@@ -221,8 +244,8 @@ class FairRunner:
         try:
             return await waiter
         except _Expired:
-            self._give_up(job, timeout_s)
-            raise Late("deadline", f"no answer within {timeout_s:g} s") from None
+            ran_s = self._give_up(job, timeout_s)
+            raise _deadline_late(timeout_s, ran_s) from None
         except asyncio.CancelledError:
             self._give_up(job, timeout_s, count=False)  # nobody waits for it any more
             raise
@@ -246,8 +269,8 @@ class FairRunner:
         except concurrent.futures.TimeoutError:
             if future.done():
                 raise  # fn itself raised TimeoutError
-            self._give_up(job, timeout_s)
-            raise Late("deadline", f"no answer within {timeout_s:g} s") from None
+            ran_s = self._give_up(job, timeout_s)
+            raise _deadline_late(timeout_s, ran_s) from None
 
     def _queue(self, job: _Job) -> None:
         with self._cond:
@@ -306,13 +329,17 @@ class FairRunner:
         thread.start()
         return True
 
-    def _give_up(self, job: _Job, grace_s: float, *, count: bool = True) -> None:
+    def _give_up(self, job: _Job, grace_s: float, *, count: bool = True) -> float | None:
         """The waiter of ``job`` stopped waiting: queued, it never runs; running, its thread is
-        replaced now and it keeps its key's slot for ``grace_s`` more (:meth:`_reap`)."""
+        replaced now and it keeps its key's slot for ``grace_s`` more (:meth:`_reap`). Returns
+        how long it ran (``0.0``: never started; ``None``: it had just finished)."""
+        ran_s: float | None = None
         with self._cond:
             if job.state == _QUEUED:
                 job.state = _GIVEN_UP  # skipped when its turn comes
+                ran_s = 0.0
             elif job.state == _RUNNING:
+                ran_s = time.monotonic() - job.started_at
                 job.state = _GIVEN_UP
                 self._running_jobs.discard(job)
                 job.stuck_at = time.monotonic() + grace_s
@@ -323,6 +350,7 @@ class FairRunner:
                     self._wake()
         if count:
             self._count_drop("deadline")
+        return ran_s
 
     def _reap(self) -> None:
         """Running calls given up on whose grace passed no longer count against their key.

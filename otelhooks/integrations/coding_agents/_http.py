@@ -16,7 +16,8 @@ the bridge failed, or gave  500 (a non-blocking error for Claude Code: shown, th
 no answer by the deadline   with ``fail_closed``, 200 with a deny for ``PreToolUse``; late, when
                             a hook that was to decide blocks when it fails (``on_error: block``),
                             that hook's block: a deny, or the event's block (a ``PostToolUse``'s
-                            output withheld, in its own shape)
+                            output withheld, in its own shape); a guard that never ran
+                            (the call waited for a thread) is cut short: a deny
 the store cannot commit     the hooks still decide: the session change is made in a scratch
 right now                   state (:class:`~otelhooks._store._pg_sessions.SharedSessions`); 503
                             with ``Retry-After`` only for an event no hook decides that the
@@ -396,7 +397,8 @@ class ClaudeCodeHookRoute:
                     fail_closed=self.fail_closed,
                 )
                 problem = f"otelhooks: {late}"
-                status, answer = self._late(event, payload, problem, deadline_s)
+                # its guards had the time it ran, not the time it waited for a thread
+                status, answer = self._late(event, payload, problem, late.had_s(deadline_s))
             finally:
                 if watch is not None:
                     watch.cancel()

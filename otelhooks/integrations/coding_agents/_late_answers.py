@@ -78,7 +78,9 @@ def late_answer(
     hooks = deciding(bridge, dialect, raw)
     # a deadline's message says "no answer within N s" itself
     problem = str(late) if late.reason == "deadline" else f"no answer: {late}"
-    refusal = late_refusal(event, problem, options, hooks, raw, waited_s)
+    # its guards had the time it ran, not the time it waited for a thread
+    had_s = late.had_s(waited_s) if waited_s is not None else None
+    refusal = late_refusal(event, problem, options, hooks, raw, had_s)
     return dialect.answer(refusal)
 
 
