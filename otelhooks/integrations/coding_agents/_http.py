@@ -19,7 +19,8 @@ no answer by the deadline   with ``fail_closed``, 200 with a deny for ``PreToolU
                             output withheld, in its own shape); a guard that never ran
                             (the call waited for a thread) is cut short: a deny
 the store cannot commit     the hooks still decide: the session change is made in a scratch
-right now                   state (:class:`~otelhooks._store._pg_sessions.SharedSessions`); 503
+right now                   state (:class:`~otelhooks._store._pg_sessions.SharedSessions`; a
+                            SQLite file that cannot be written, in memory, logged); 503
                             with ``Retry-After`` only for an event no hook decides that the
                             store holds past the deadline (below); with ``fail_closed`` a deny
                             for ``PreToolUse``

@@ -174,6 +174,18 @@ class ServerSessions(BridgeState):
         processes share, not a server's own."""
         return self.durable and not self.exclusive
 
+    @property
+    def on_file(self) -> bool:
+        """Whether the sessions are in a file: a server's own file that cannot be written (a
+        full disk) makes its events' session changes in memory, as a shared file's neighbour
+        problems do; a guard's decision never waits on it (before, the route answered 500)."""
+        return self.durable
+
+    def _new_scratch(self) -> sqlite3.Connection:
+        db = super()._new_scratch()
+        db.executescript(_SPEND_SCHEMA)  # a budget guard reads the spend there meanwhile
+        return db
+
     def _open(self) -> sqlite3.Connection:
         if not self.durable:
             db = connect(_MEMORY)

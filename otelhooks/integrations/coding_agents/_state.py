@@ -20,6 +20,7 @@ and tool arguments are written only when content capture is on (the bridge decid
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -153,6 +154,16 @@ class BridgeState:
         transaction falls back to the scratch database)."""
         return True
 
+    @property
+    def on_file(self) -> bool:
+        """Whether the state is in a file, which a full disk or a bad sector can refuse: a
+        transaction the file refuses is made in the scratch database (memory cannot fail so)."""
+        return True
+
+    def _new_scratch(self) -> sqlite3.Connection:
+        """The scratch database, the file's tables in memory."""
+        return connect(_MEMORY)
+
     def _open(self) -> sqlite3.Connection:
         """The file's connection (:meth:`_run` opens it on first use)."""
         self._make_file()
@@ -174,7 +185,7 @@ class BridgeState:
         with self._lock:
             if self._closed:
                 raise sqlite3.ProgrammingError(f"the state {self.store_name} is closed")
-            if not self.shared:
+            if not self.on_file:
                 if self._db is None:
                     self._db = self._open()
                 return work(self._db)
@@ -191,21 +202,29 @@ class BridgeState:
                     self._drop_scratch()  # the file is back: what the scratch held ends here
                     return result
             if self._scratch is None:
-                self._scratch = connect(_MEMORY)
+                self._scratch = self._new_scratch()
             return work(self._scratch)
 
     def _unusable(self, exc: BaseException) -> None:
         _log.error(
             "the state file cannot be used: this process's events are handled without it "
-            "(their hooks still decide; their spans are not joined to the session's others)",
+            "(their hooks still decide; what they change of their sessions is kept in memory "
+            "only, lost to a restart, and their spans are not joined to the session's others)",
             state_file=str(self.path),
             problem=f"{type(exc).__name__}: {exc}",
             retry_in_s=self.wait_s,
         )
         self._retry_at = time.monotonic() + self.wait_s
-        if self._db is not None:
+        if self._db is None:
+            return
+        if self.shared:
             self._db.close()  # opened again on the next try: the problem may be the connection's
             self._db = None
+        elif self._db.in_transaction:
+            # a file of this process's alone stays open (its connection holds the file's lock),
+            # out of the transaction the refused write left open
+            with contextlib.suppress(sqlite3.Error):
+                self._db.rollback()
 
     def _drop_scratch(self) -> None:
         if self._scratch is not None:
