@@ -95,9 +95,10 @@ async def disconnected(receive: Receive) -> None:
         pass
 
 
-async def read_body(receive: Receive, limit: int) -> bytes | None:
-    """The request body (chunked or not), ``None`` past ``limit`` bytes; empty when the client
-    went away."""
+async def read_body(receive: Receive, limit: int, head: list[bytes] | None = None) -> bytes | None:
+    """The request body (chunked or not), ``None`` past ``limit`` bytes (then ``head``, when
+    given, gets what was read: the body's start, for a caller that must tell what it was);
+    empty when the client went away."""
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -107,6 +108,8 @@ async def read_body(receive: Receive, limit: int) -> bytes | None:
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
+            if head is not None:
+                head[:] = [b"".join(chunks)[: 1 << 20]]
             return None
         chunks.append(chunk)
         if not message.get("more_body", False):

@@ -26,6 +26,9 @@ right now                   state (:class:`~otelhooks._store._pg_sessions.Shared
                             for ``PreToolUse``
 not JSON / not an object    400 (also non-blocking); with ``fail_closed`` a deny when the event
                             is (or may be) ``PreToolUse``
+larger than the body limit  413 (non-blocking); a deny, naming them, when it is a ``PreToolUse``
+(4 MiB)                     guards would judge (its start names the event and the tool): they
+                            could not check it; with ``fail_closed`` a deny
 a ``Post*`` event for a     as any ``Post*``: its hooks run and their answer (a redaction, a
 tool use its session has    block) is Claude Code's, for its start may have reached a server that
 not open                    forgot it (a restart without a store, a scratch state, another
@@ -109,6 +112,7 @@ from otelhooks.integrations.coding_agents._input import (
     as_tool_call,
     event_name_of,
     parse_input,
+    tool_name_of,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 
@@ -335,12 +339,10 @@ class ClaudeCodeHookRoute:
             await respond(send, 503, body, b"application/json", retry)
 
     async def _serve(self, receive: Receive, send: Send) -> None:
-        raw = await read_body(receive, self.max_body_bytes)
+        head: list[bytes] = []
+        raw = await read_body(receive, self.max_body_bytes, head)
         if raw is None:
-            problem = f"the hook input is larger than {self.max_body_bytes} bytes"
-            status, answer = self._failure(None, problem, 413)
-            if status == 413:
-                answer = json.dumps({"error": "too_large", "message": problem}).encode()
+            status, answer = self._too_large(head[0] if head else b"")
             await respond(send, status, answer, b"application/json")
             return
         try:
@@ -404,6 +406,37 @@ class ClaudeCodeHookRoute:
                 if watch is not None:
                     watch.cancel()
         await respond(send, status, answer, b"application/json")
+
+    def _too_large(self, head: bytes) -> tuple[int, bytes]:
+        """The answer to an input past the body limit (``head``: its start): a deny when it is a
+        ``PreToolUse`` a guard would have judged (none of them could: Claude Code takes the
+        413 for a non-blocking error and runs the tool), else 413 (a deny with ``fail_closed``
+        when it may be a ``PreToolUse``)."""
+        problem = f"the hook input is larger than {self.max_body_bytes} bytes"
+        event = _event_of(head)
+        guards: list[str] = []
+        if event == "PreToolUse":
+            tool = tool_name_of(head)
+            registry = self.bridge.engine.registry
+            hooks = (
+                self.bridge.hooks_now({"hook_event_name": event, "tool_name": tool})
+                if tool is not None
+                else registry.may_match("before_tool_call")  # any guard may be its tool's
+            )
+            guards = [
+                h.id
+                for h in hooks or ()
+                if h.mode == "enforce" and not h.notifies and id(h) not in self._recorder_ids
+            ]
+        if guards:
+            which = "hook " + ", ".join(guards)
+            problem = f"{problem}: {which} could not check it"
+            _log.error("claude-code hook input too large: denied", hook_ids=guards)
+            return self._failure(event, problem, 413, closed=True)
+        status, answer = self._failure(None, problem, 413)  # fail-closed: any event may be it
+        if status == 413:
+            answer = json.dumps({"error": "too_large", "message": problem}).encode()
+        return status, answer
 
     def _late(
         self,

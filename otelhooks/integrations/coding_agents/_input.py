@@ -23,6 +23,7 @@ __all__ = [
     "as_tool_call",
     "event_name_of",
     "parse_input",
+    "tool_name_of",
     "whole_characters",
 ]
 
@@ -35,6 +36,7 @@ SKILL_COMMAND: Final = "PreSkillShellCommand"
 SKILL_COMMAND_KEY: Final = "otelhooks_skill_command"
 
 _EVENT_NAME: Final = re.compile(r'"hook_event_name"\s*:\s*"([A-Za-z0-9_]{1,64})"')
+_TOOL_NAME: Final = re.compile(r'"tool_name"\s*:\s*"([^"\\]{1,256})"')
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -103,6 +105,17 @@ def event_name_of(raw: str | bytes) -> str | None:
     """The ``hook_event_name`` of an input that could not be parsed, when it can be read."""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     found = _EVENT_NAME.search(text[: 1 << 20])
+    return found.group(1) if found else None
+
+
+def tool_name_of(raw: bytes) -> str | None:
+    """The ``tool_name`` of an input that could not be parsed (its start), when it can be read.
+
+    Example:
+        >>> tool_name_of(b'{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_inp')
+        'Bash'
+    """
+    found = _TOOL_NAME.search(raw[: 1 << 20].decode("utf-8", "replace"))
     return found.group(1) if found else None
 
 
