@@ -9,6 +9,7 @@ whose sessions are kept in a SQLite file beside it."""
 from __future__ import annotations
 
 import resource
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,12 @@ def _pre(use_id: str, command: str) -> dict[str, Any]:
     }
 
 
+def _written_at(db: Path) -> int:
+    """When the SQLite file (or its write-ahead log) was last written."""
+    files = [db, db.with_name(db.name + "-wal")]
+    return max(f.stat().st_mtime_ns for f in files if f.exists())
+
+
 def test_a_guards_deny_reaches_claude_code_when_the_session_file_cannot_grow(
     tmp_path: Path,
 ) -> None:
@@ -60,11 +67,20 @@ def test_a_guards_deny_reaches_claude_code_when_the_session_file_cannot_grow(
         sessions = db.with_name(f"{db.name}.claude-sessions.sqlite3")
         assert sessions.exists()
         # the disk is full: no file of serve's grows any more
-        resource.prlimit(serve.proc.pid, resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
+        unlimited = resource.RLIM_INFINITY
+        resource.prlimit(serve.proc.pid, resource.RLIMIT_FSIZE, (LIMIT, unlimited))
         for n in range(3):
             answers.append(
                 httpx.post(url, json=_pre(f"toolu_rm_{n}", "rm -rf ~/work"), headers=AUTH)
             )
+        # room again: the file is tried again after 5 s and takes the session changes
+        resource.prlimit(serve.proc.pid, resource.RLIMIT_FSIZE, (unlimited, unlimited))
+        time.sleep(5.5)
+        failures = serve.output().count("the state file cannot be used")
+        written = _written_at(sessions)
+        assert httpx.post(url, json=_pre("toolu_pwd", "pwd"), headers=AUTH).text == "{}"
+        assert serve.output().count("the state file cannot be used") == failures
+        assert _written_at(sessions) > written  # the file took the change
     finally:
         serve.stop()
     for answer in answers:
