@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import otelhooks
 
 INTENDED = {
@@ -155,6 +157,24 @@ def test_importing_otelhooks_loads_no_submodule_until_a_name_is_used() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert out == ["[]", "True"]
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["serve", "--help"]])
+def test_the_command_line_imports_a_commands_machinery_only_when_it_runs(args: list[str]) -> None:
+    """Building the parser of every subcommand imported the hook config loader, the event log
+    server and asyncio into each ``otelhooks`` process (0.3 s of CPU before it did anything,
+    ``--version`` included)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "otelhooks", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip()
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "otelhooks._cli" in loaded  # the timing lines were read
+    heavy = {"asyncio", "pydantic", "structlog", "otelhooks._config", "otelhooks._eventlog._server"}
+    assert loaded & heavy == set()
 
 
 def test_version_is_the_distribution_version() -> None:

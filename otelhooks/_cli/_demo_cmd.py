@@ -19,8 +19,6 @@ from otelhooks._cli._common import (
     Subcommands,
     writable_file_problem,
 )
-from otelhooks._config import load_config
-from otelhooks._errors import ConfigError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricReader
@@ -35,7 +33,9 @@ DEFAULT_TRACES_OUT = "otelhooks-demo-traces.jsonl"
 def _demo(args: argparse.Namespace) -> int:
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+    from otelhooks._config import load_config
     from otelhooks._demo import missing_events, run_demo
+    from otelhooks._errors import ConfigError
     from otelhooks._export import read_otlp_json_lines
     from otelhooks._export._otlp import summarise_sdk_logs
     from otelhooks._setup import configure, shutdown_timeout

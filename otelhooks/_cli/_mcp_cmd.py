@@ -8,7 +8,6 @@ stderr only: in stdio mode stdout carries the protocol and nothing else.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import os
 import sys
@@ -87,6 +86,8 @@ def _run(
     headers: dict[str, str],
     token: str | None,
 ) -> int:
+    import asyncio
+
     from otelhooks._cli._common import log_to_stderr
     from otelhooks._export import OtlpJsonLinesSpanExporter
     from otelhooks._setup import configure

@@ -8,8 +8,11 @@ from collections.abc import Callable
 
 from otelhooks._cli._common import Subcommands, exit_on_sigterm
 from otelhooks._errors import ConfigError
-from otelhooks._eventlog._guard import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S
-from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS
+from otelhooks._serve_limits import (
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_HEADER_TIMEOUT_S,
+    DEFAULT_MAX_WAITERS,
+)
 
 __all__ = ["add_parser"]
 

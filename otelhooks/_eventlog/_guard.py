@@ -48,6 +48,8 @@ from typing import Any
 
 import structlog
 
+from otelhooks._serve_limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S
+
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
     "DEFAULT_HEADER_TIMEOUT_S",
@@ -58,12 +60,9 @@ __all__ = [
     "limit_server_log",
 ]
 
-DEFAULT_HEADER_TIMEOUT_S = 10.0
 # what no client of serve sends in a head: a browser's stays under 16 KiB unless pages on other
 # ports of its host filled its cookie jar (then it is answered 431, saying so: _guarded_http)
 MAX_HEAD_BYTES = 64 * 1024
-# a 16 MiB OTLP request over a slow link; a hook input arrives in one packet
-DEFAULT_BODY_TIMEOUT_S = 30.0
 
 _log = structlog.get_logger("otelhooks")
 

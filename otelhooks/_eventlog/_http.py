@@ -43,6 +43,7 @@ from otelhooks._eventlog._model import EventBatch, EventLog, LogStats
 from otelhooks._eventlog._otlp_status import answer_type
 from otelhooks._eventlog._params import BadParameter, EventsQuery, parse_query
 from otelhooks._eventlog._shared_read import SharedBatch, SharedReads
+from otelhooks._serve_limits import DEFAULT_MAX_WAITERS
 from otelhooks._store._errors import StoreError, StoreUnavailable, error_reason
 
 __all__ = ["DEFAULT_MAX_WAITERS", "EventLogApp", "Route"]
@@ -50,8 +51,6 @@ __all__ = ["DEFAULT_MAX_WAITERS", "EventLogApp", "Route"]
 # OTLP/HTTP routes: their failures are google.rpc.Status bodies (opentelemetry-proto's
 # specification); the other routes answer otelhooks' own JSON errors
 _OTLP_PATHS = frozenset({"/v1/traces", "/v1/logs", "/v1/metrics"})
-
-DEFAULT_MAX_WAITERS = 64
 
 _log = structlog.get_logger("otelhooks")
 

@@ -332,3 +332,27 @@ def test_bad_input_is_a_non_blocking_error(claude: Claude) -> None:
     )
     assert proc.returncode == 1
     assert "not JSON" in proc.stderr
+
+
+def test_a_hook_process_exporting_only_to_a_file_never_imports_requests(tmp_path: Path) -> None:
+    """requests (with urllib3 and charset-normalizer) is the OTLP/HTTP exporter's client: the
+    bridge imported it into every hook process, exporting somewhere or not (about 35 ms of a
+    process's 430 ms of imports)."""
+    (tmp_path / "hooks.yaml").write_text("hooks: []\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["HOME"] = str(tmp_path)
+    event = {"session_id": "s1", "hook_event_name": "PreToolUse", "cwd": str(tmp_path)}
+    files = ["--hooks", str(tmp_path / "hooks.yaml"), "--state", str(tmp_path / "state.sqlite3")]
+    files += ["--traces-out", str(tmp_path / "traces.jsonl")]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "otelhooks", "claude-code", *files],
+        input=json.dumps({**event, "tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "otelhooks.integrations.coding_agents._bridge" in loaded  # the bridge ran
+    assert loaded & {"requests", "urllib3"} == set()

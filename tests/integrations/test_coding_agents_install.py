@@ -135,6 +135,36 @@ def test_cli_user_install_with_hooks_file_writes_the_users_file_and_uninstalls_e
     assert path.read_text() == THEIRS
 
 
+@pytest.mark.parametrize("dialect", ["codex", "claude-code"])
+def test_an_install_process_never_imports_the_bridge(tmp_path: Path, dialect: str) -> None:
+    """Installing imported the whole bridge (its span pipeline and OTLP exporters) through the
+    packages' own ``__init__``: a third of the process's start, in every install a script or a
+    setup runs."""
+    env = {"HOME": str(tmp_path / "home"), "CODEX_HOME": str(tmp_path / "codex-home")}
+    (tmp_path / "codex-home").mkdir()
+    (tmp_path / "policy.yaml").write_text("hooks: []\n")
+    install = [
+        dialect,
+        "install",
+        "--user",
+        "--hooks",
+        str(tmp_path / "policy.yaml"),
+        "--no-traces",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "otelhooks", *install],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", **env},
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "otelhooks.integrations.claude_code._entries" in loaded  # an install ran
+    bridge = {"otelhooks.integrations.coding_agents._bridge", "otelhooks._setup"}
+    assert loaded & bridge == set()
+
+
 @pytest.mark.parametrize("kind", ["http", None])
 def test_a_codex_file_codex_would_reject_whole_is_refused_untouched(
     tmp_path: Path, kind: str | None

@@ -49,10 +49,10 @@ DENIAL = {"content": [{"type": "text", "text": "notes are read-only here"}], "is
 
 
 @contextmanager
-def batch_gateway(
+def batch_processes(
     tmp_path: Path, hooks_yaml: str = DENY_NOTES, script: str = DENY_SCRIPT
-) -> Iterator[tuple[httpx.Client, Any]]:
-    """A client with a session through the gateway, and the upstream server's process."""
+) -> Iterator[tuple[str, Any]]:
+    """The gateway's URL in front of the upstream server, and the upstream server's process."""
     hooks = write_hooks(tmp_path, hooks_yaml, script)
     server_port, gateway_port = free_port(), free_port()
     log = tmp_path / "calls.jsonl"
@@ -64,16 +64,30 @@ def batch_gateway(
             "--upstream",
             f"http://127.0.0.1:{server_port}/mcp",
         ]
-        with (
-            process(args, log, gateway_port),
-            httpx.Client(
-                base_url=f"http://127.0.0.1:{gateway_port}", headers=HEADERS, timeout=30
-            ) as client,
-        ):
-            init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
-            answer = client.post("/mcp", json=init)
-            client.headers["mcp-session-id"] = answer.headers["mcp-session-id"]
-            yield client, server
+        with process(args, log, gateway_port):
+            yield f"http://127.0.0.1:{gateway_port}", server
+
+
+@contextmanager
+def gateway_session(url: str) -> Iterator[httpx.Client]:
+    """A client with a session of its own through the gateway at ``url``."""
+    with httpx.Client(base_url=url, headers=HEADERS, timeout=30) as client:
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
+        answer = client.post("/mcp", json=init)
+        client.headers["mcp-session-id"] = answer.headers["mcp-session-id"]
+        yield client
+
+
+@contextmanager
+def batch_gateway(
+    tmp_path: Path, hooks_yaml: str = DENY_NOTES, script: str = DENY_SCRIPT
+) -> Iterator[tuple[httpx.Client, Any]]:
+    """A client with a session through the gateway, and the upstream server's process."""
+    with (
+        batch_processes(tmp_path, hooks_yaml, script) as (url, server),
+        gateway_session(url) as client,
+    ):
+        yield client, server
 
 
 def test_a_denied_call_batched_with_notifications_gets_its_denial(tmp_path: Path) -> None:

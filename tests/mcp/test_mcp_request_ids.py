@@ -56,35 +56,39 @@ def _call(request_id: Any, tool: str, arguments: dict[str, Any]) -> dict[str, An
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
-@pytest.mark.parametrize(
-    ("first_id", "reused_id"),
-    [(7, 7), ("a", "a"), (7, 7.0)],
-    ids=["the same number", "the same string", "a float equal to it"],
-)
-def test_a_request_reusing_a_waiting_id_is_refused_and_never_forwarded(
-    tmp_path: Path, first_id: Any, reused_id: Any
-) -> None:
+# each as the id of the held call and of the request reusing it; one gateway serves the three in
+# turn (an id is free again once its call was answered: the last case reuses the first's 7)
+REUSED = [(7, 7), ("a", "a"), (7, 7.0)]  # the same number, the same string, a float equal to it
+
+
+def test_a_request_reusing_a_waiting_id_is_refused_and_never_forwarded(tmp_path: Path) -> None:
     hooks = write_hooks(tmp_path, DENY_NOTES, SLOW_DENY)
     with raw_stdio_gateway(tmp_path, [hooks]) as client:
-        client.send(_call(first_id, "write_note", {"text": "x"}))  # the guard decides slowly
-        client.send(_call(reused_id, "add", {"a": 1, "b": 2}))  # sent while it decides
-        answers = _answers(client, 2)
-        assert len(answers) == 2, f"only {answers} came back"
-        client.send(_call(8, "add", {"a": 2, "b": 2}))
-        after = client.answer()
+        for n, (first_id, reused_id) in enumerate(REUSED):
+            client.send(_call(first_id, "write_note", {"text": "x"}))  # the guard decides slowly
+            client.send(_call(reused_id, "add", {"a": 1, "b": 2}))  # sent while it decides
+            answers = _answers(client, 2)
+            assert len(answers) == 2, f"{reused_id!r}: only {answers} came back"
+            client.send(_call(100 + n, "add", {"a": 2, "b": n}))
+            after = client.answer()
+            refused = [a for a in answers if "error" in a]
+            denied = [a for a in answers if "result" in a]
+            assert [a["error"]["code"] for a in refused] == [-32600], reused_id
+            assert [a["result"]["isError"] for a in denied] == [True], reused_id
+            assert denied[0]["result"]["content"][0]["text"] == "notes are read-only here"
+            assert after["result"]["content"][0]["text"] == str(2 + n)  # the session goes on
         client.stdin.close()  # the gateway ends and writes its spans
         assert client.proc.wait(30) == 0
-    refused = [a for a in answers if "error" in a]
-    denied = [a for a in answers if "result" in a]
-    assert [a["error"]["code"] for a in refused] == [-32600]
-    assert [a["result"]["isError"] for a in denied] == [True]
-    assert denied[0]["result"]["content"][0]["text"] == "notes are read-only here"
-    assert after["result"]["content"][0]["text"] == "4"  # the session goes on
-    assert [(c["tool"], c["args"]) for c in calls(tmp_path)] == [("add", {"a": 2, "b": 2})]
-    spans = {s["name"]: s for s in read_otlp_json_lines(tmp_path / "traces.jsonl")}
-    note = spans["tools/call write_note"]["attributes"]
-    assert note["otelhooks.hook.decision"] == "deny"
-    assert "error.type" not in note  # ended by its own deny, not by the session's close
+    # the reused ids never reached the server: only the calls after each
+    assert [(c["tool"], c["args"]) for c in calls(tmp_path)] == [
+        ("add", {"a": 2, "b": n}) for n in range(len(REUSED))
+    ]
+    spans = read_otlp_json_lines(tmp_path / "traces.jsonl")
+    notes = [s["attributes"] for s in spans if s["name"] == "tools/call write_note"]
+    assert len(notes) == len(REUSED)
+    for note in notes:
+        assert note["otelhooks.hook.decision"] == "deny"
+        assert "error.type" not in note  # ended by its own deny, not by the session's close
 
 
 def test_an_id_is_free_again_once_its_request_was_answered(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ settings file each form belongs in, the starter hook file) and return a :class:`
 first name (the same class, not a subclass), kept for code written before the bridge served
 Codex CLI and Gemini CLI too::
 
+    >>> from otelhooks.integrations.claude_code import ClaudeCodeBridge
     >>> from otelhooks.integrations.coding_agents import CodingAgentBridge
     >>> ClaudeCodeBridge is CodingAgentBridge
     True
@@ -33,12 +34,6 @@ Codex CLI and Gemini CLI too::
 
 import importlib
 from typing import TYPE_CHECKING, Any
-
-from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
-from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse
-from otelhooks.integrations.coding_agents._run import BridgeOptions, run_hook
-from otelhooks.integrations.coding_agents._spans import session_trace_id
-from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, BridgeState
 
 if TYPE_CHECKING:
     from otelhooks.integrations.claude_code._install import (
@@ -54,10 +49,31 @@ if TYPE_CHECKING:
         install_project,
         uninstall_project,
     )
+    from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+    from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse
+    from otelhooks.integrations.coding_agents._run import BridgeOptions, run_hook
+    from otelhooks.integrations.coding_agents._spans import session_trace_id
+    from otelhooks.integrations.coding_agents._state import (
+        DEFAULT_STATE_PATH,
+        STATE_ENV,
+        BridgeState,
+    )
 
-# The installer loads on first use (PEP 562): the bridge's own processes, one per hook event
-# for the slow command form, never install anything.
-_INSTALLER = {
+# Every name loads its module on first use (PEP 562): the bridge's own processes, one per hook
+# event for the slow command form, never install anything, and an install (its own short-lived
+# process) never runs the bridge, whose imports (the span pipeline, the OTLP exporters, the
+# webhook client) are most of a process's start.
+_WHERE = {
+    **dict.fromkeys(("ClaudeCodeBridge",), "otelhooks.integrations.coding_agents._bridge"),
+    **dict.fromkeys(
+        ("AGENT", "DenyMode", "HookResponse"), "otelhooks.integrations.coding_agents._common"
+    ),
+    **dict.fromkeys(("BridgeOptions", "run_hook"), "otelhooks.integrations.coding_agents._run"),
+    **dict.fromkeys(("session_trace_id",), "otelhooks.integrations.coding_agents._spans"),
+    **dict.fromkeys(
+        ("DEFAULT_STATE_PATH", "STATE_ENV", "BridgeState"),
+        "otelhooks.integrations.coding_agents._state",
+    ),
     **dict.fromkeys(
         ("INSTALLED_EVENTS", "SettingsChange", "install", "is_ours", "settings_path", "uninstall"),
         "otelhooks.integrations.claude_code._install",
@@ -92,7 +108,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _INSTALLER.get(name)
+    module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

@@ -31,21 +31,28 @@ what Codex needs before it runs them::
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
-from otelhooks.integrations.coding_agents._dialects import DIALECTS, Dialect, dialect_named
-from otelhooks.integrations.coding_agents._state import BridgeState
-
 if TYPE_CHECKING:
+    from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
+    from otelhooks.integrations.coding_agents._dialects import DIALECTS, Dialect, dialect_named
     from otelhooks.integrations.coding_agents._install import (
         codex_trust_notes,
         hooks_path,
         install_agent,
         uninstall_agent,
     )
+    from otelhooks.integrations.coding_agents._state import BridgeState
 
-# The installer loads on first use (PEP 562): a hook event's process never installs anything,
-# and the installer is built on Claude Code's, which reads this package's event table.
-_INSTALLER = frozenset({"codex_trust_notes", "hooks_path", "install_agent", "uninstall_agent"})
+# Every name loads its module on first use (PEP 562): a hook event's process never installs
+# anything, and an install never runs the bridge (whose imports are most of a process's start).
+_WHERE = {
+    **dict.fromkeys(
+        ("codex_trust_notes", "hooks_path", "install_agent", "uninstall_agent"),
+        f"{__name__}._install",
+    ),
+    "CodingAgentBridge": f"{__name__}._bridge",
+    **dict.fromkeys(("DIALECTS", "Dialect", "dialect_named"), f"{__name__}._dialects"),
+    "BridgeState": f"{__name__}._state",
+}
 
 __all__ = [
     "DIALECTS",
@@ -61,8 +68,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _INSTALLER:
+    module = _WHERE.get(name)
+    if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}._install"), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # once loaded, a plain attribute
     return value

@@ -32,7 +32,6 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._actions._approval import ApprovalAction, add_export_tokens
 from otelhooks._errors import ConfigError
-from otelhooks._export._otlp import tracked_session
 from otelhooks._export._otlp_grpc import GrpcSpanExporter, otlp_timeout
 from otelhooks._export._report import DeliveryTracker
 from otelhooks._hooks import Hook
@@ -203,6 +202,8 @@ def otlp_exporter(
     # the base endpoint gets the signal path appended, as the specification says
     endpoint = traces or f"{base.rstrip('/')}/v1/traces"
     if tracker is not None:
+        from otelhooks._export._otlp_http import tracked_session
+
         tracker.destination = endpoint
         return H(
             endpoint=endpoint, headers=headers, timeout=timeout, session=tracked_session(tracker)
