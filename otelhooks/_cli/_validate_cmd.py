@@ -6,7 +6,6 @@ import argparse
 import sys
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from otelhooks._cli._common import Subcommands
@@ -114,22 +113,12 @@ def _served_project_rules(sources: Sequence[ConfigSource]) -> dict[str, list[str
     the project's folder (``Edit(/src/**)``): Claude Code's HTTP hook input does not name that
     folder, so the route reads the path under the event's ``cwd``, and after a ``cd`` the rule
     misses."""
-    import json
-
     from otelhooks._config._claude_if import IfGate
-    from otelhooks.integrations.claude_code._entries import is_ours
+    from otelhooks._config._claude_mark import our_entries, read_settings
 
     def served(source: ConfigSource) -> bool:
-        try:
-            events = json.loads(Path(source.path).read_text(encoding="utf-8")).get("hooks")
-        except (OSError, ValueError, AttributeError):
-            return False
-        return any(
-            isinstance(handler, dict) and handler.get("type") == "http" and is_ours(handler)
-            for groups in (events.values() if isinstance(events, dict) else ())
-            for group in (groups if isinstance(groups, list) else ())
-            for handler in (group.get("hooks") or () if isinstance(group, dict) else ())
-        )
+        entries = our_entries(read_settings(source.path))
+        return any(handler.get("type") == "http" for _, _, handler in entries)
 
     if not any(s.format == "claude_settings" and served(s) for s in sources):
         return {}
@@ -168,21 +157,16 @@ def _matcher_warnings(hooks: Sequence[Hook]) -> list[str]:
 def _ignored_whole(sources: Sequence[ConfigSource]) -> dict[str, list[str]]:
     """For each Claude Code settings file validated that holds a known setting of the wrong
     type, a problem naming it: Claude Code ignores such a file whole, its hooks included."""
-    import json
-
+    from otelhooks._config._claude_mark import read_settings
     from otelhooks._config._claude_types import wrong_types
 
     found: dict[str, list[str]] = {}
     for source in sources:
         if source.format != "claude_settings":
             continue
-        try:
-            settings = json.loads(Path(source.path).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # the loader reports a file it cannot read
         found[source.path] = [
             f"{source.path}: {wrong}: Claude Code ignores this whole file, its hooks included"
-            for wrong in wrong_types(settings)
+            for wrong in wrong_types(read_settings(source.path))
         ]
     return found
 
@@ -193,41 +177,28 @@ def _short_timeouts(sources: Sequence[ConfigSource]) -> dict[str, list[str]]:
     (the hooks file edited after the install; install's own rule, ``covering_timeout``): Claude
     Code would give up first and, a timed-out hook being a non-blocking error, run the tool the
     person was still asked about."""
-    import json
-
     from otelhooks._actions._approval import longest_approval_of
-    from otelhooks.integrations.claude_code._entries import (
-        APPROVAL_EVENTS,
-        covering_timeout,
-        is_ours,
-    )
+    from otelhooks._config._claude_mark import our_entries, read_settings
+    from otelhooks.integrations.claude_code._entries import APPROVAL_EVENTS, covering_timeout
 
     wait_s = longest_approval_of(hook for source in sources for hook in source.hooks)
     found: dict[str, list[str]] = {}
     for source in sources if wait_s else ():
         if source.format != "claude_settings":
             continue
-        try:
-            events = json.loads(Path(source.path).read_text(encoding="utf-8")).get("hooks")
-        except (OSError, ValueError, AttributeError):
-            continue
-        for event in APPROVAL_EVENTS:
-            groups = events.get(event) if isinstance(events, dict) else None
-            for group in groups if isinstance(groups, list) else ():
-                handlers = group.get("hooks") if isinstance(group, dict) else None
-                for handler in handlers if isinstance(handlers, list) else ():
-                    timeout = handler.get("timeout") if isinstance(handler, dict) else None
-                    if not is_ours(handler) or not isinstance(timeout, int | float):
-                        continue
-                    if timeout < covering_timeout(wait_s):
-                        found.setdefault(source.path, []).append(
-                            f"{event}: the otelhooks hook's timeout ({timeout:g} s) is shorter "
-                            f"than an approval validated with it may hold the call "
-                            f"({wait_s:g} s): Claude Code gives up first and goes on without the "
-                            f"answer (a timed-out hook does not block); "
-                            f"run `otelhooks claude-code install` again (it writes "
-                            f"{covering_timeout(wait_s)} s)"
-                        )
+        for event, _, handler in our_entries(read_settings(source.path)):
+            timeout = handler.get("timeout")
+            if event not in APPROVAL_EVENTS or not isinstance(timeout, int | float):
+                continue
+            if timeout < covering_timeout(wait_s):
+                found.setdefault(source.path, []).append(
+                    f"{event}: the otelhooks hook's timeout ({timeout:g} s) is shorter "
+                    f"than an approval validated with it may hold the call "
+                    f"({wait_s:g} s): Claude Code gives up first and goes on without the "
+                    f"answer (a timed-out hook does not block); "
+                    f"run `otelhooks claude-code install` again (it writes "
+                    f"{covering_timeout(wait_s)} s)"
+                )
     return found
 
 

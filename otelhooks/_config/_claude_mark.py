@@ -7,10 +7,21 @@ installers import it.
 
 from __future__ import annotations
 
+import json
 import shlex
+from pathlib import Path
 from typing import Any
 
-__all__ = ["CLIENT_FILE", "MARK", "MARK_HEADER", "ROUTE", "TOKEN_ENV", "is_ours"]
+__all__ = [
+    "CLIENT_FILE",
+    "MARK",
+    "MARK_HEADER",
+    "ROUTE",
+    "TOKEN_ENV",
+    "is_ours",
+    "our_entries",
+    "read_settings",
+]
 
 TOKEN_ENV = "OTELHOOKS_INGEST_TOKEN"
 ROUTE = "/v1/hooks/claude-code"
@@ -69,3 +80,34 @@ def is_ours(handler: Any) -> bool:
         marked = isinstance(headers, dict) and MARK_HEADER in headers
         return marked or _legacy_http(handler)
     return False
+
+
+def read_settings(path: str | Path) -> dict[str, Any] | None:
+    """The settings document at ``path``, ``None`` when it cannot be read or is not an object
+    (the loader reports such a file; its checks have nothing to read)."""
+    try:
+        settings = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return settings if isinstance(settings, dict) else None
+
+
+def our_entries(settings: Any) -> list[tuple[str, str, dict[str, Any]]]:
+    """The event, the loader's hook id and the handler of each entry of ours (:func:`is_ours`)
+    in a settings document, whatever else its ``hooks`` holds.
+
+    Example:
+        >>> ours = {"type": "command", "command": "python c.py # otelhooks:installed"}
+        >>> settings = {"hooks": {"Stop": [{"hooks": [{"type": "command"}, ours]}]}}
+        >>> [(event, where) for event, where, _ in our_entries(settings)]
+        [('Stop', 'Stop[0].hooks[1]')]
+    """
+    events = settings.get("hooks") if isinstance(settings, dict) else None
+    found = []
+    for event, groups in events.items() if isinstance(events, dict) else ():
+        for g, group in enumerate(groups if isinstance(groups, list) else ()):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for h, handler in enumerate(handlers if isinstance(handlers, list) else ()):
+                if is_ours(handler):
+                    found.append((str(event), f"{event}[{g}].hooks[{h}]", handler))
+    return found

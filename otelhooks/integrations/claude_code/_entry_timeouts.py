@@ -12,13 +12,12 @@ warning of it.
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from otelhooks._config._claude_mark import is_ours
+from otelhooks._config._claude_mark import our_entries, read_settings
 from otelhooks.integrations.coding_agents._guard_time import MARGIN_S, guards_s, timed_guards
 
 if TYPE_CHECKING:
@@ -51,27 +50,10 @@ def _seconds(value: object) -> float | None:
     return number if number > 0 else None
 
 
-def _entries(settings: Any) -> list[tuple[str, str, dict[str, Any]]]:
-    """The event, loader's hook id and handler of each entry of ours in a settings document."""
-    events = settings.get("hooks") if isinstance(settings, dict) else None
-    found = []
-    for event, groups in events.items() if isinstance(events, dict) else ():
-        for g, group in enumerate(groups if isinstance(groups, list) else ()):
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            for h, handler in enumerate(handlers if isinstance(handlers, list) else ()):
-                if isinstance(handler, dict) and is_ours(handler):
-                    found.append((str(event), f"{event}[{g}].hooks[{h}]", handler))
-    return found
-
-
 def _ours(path: str | Path) -> set[str]:
     """The loader's hook ids of the entries of ours in the settings file ``path``: it reads
     them as its hooks, but they are the bridge, not guards it runs."""
-    try:
-        settings = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    return {f"{Path(path).stem}:{where}" for _, where, _ in _entries(settings)}
+    return {f"{Path(path).stem}:{where}" for _, where, _ in our_entries(read_settings(path))}
 
 
 def _guards_of(sources: Sequence[ConfigSource]) -> list[Hook]:
@@ -151,11 +133,7 @@ def short_guard_timeouts(sources: Sequence[ConfigSource]) -> dict[str, list[str]
     for source in sources:
         if source.format != "claude_settings":
             continue
-        try:
-            settings = json.loads(Path(source.path).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # the loader reports a file it cannot read
-        for event, where, handler in _entries(settings):
+        for event, where, handler in our_entries(read_settings(source.path)):
             if handler.get("type") != "command":
                 continue  # serve's route has its own time, which no file validated gives
             guards = timed_guards(_hooks_run(handler, Path(source.path), sources), event)
