@@ -43,7 +43,9 @@ interpreter's lock in one long C call (a regular expression backtracking for min
 thread too. So the bridge also hands the client, on a pipe, the answer it would give late and
 when it is due, and then that it is printing its own answer; the client relays that answer,
 and past the time (or when the bridge ends without one: a hook calling ``os._exit``, a fault
-in a C extension) prints the late answer itself, the bridge killed.
+in a C extension) prints the late answer itself, the bridge killed. The time runs from this
+client's start (the CLI's timeout does), and the bridge's own start takes seconds on a loaded
+machine: until it tells, the client's own late answer stands (``_late_client``).
 """
 
 from __future__ import annotations
