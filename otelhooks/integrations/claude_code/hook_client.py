@@ -43,7 +43,9 @@ interpreter's lock in one long C call (a regular expression backtracking for min
 thread too. So the bridge also hands the client, on a pipe, the answer it would give late and
 when it is due, and then that it is printing its own answer; the client relays that answer,
 and past the time (or when the bridge ends without one: a hook calling ``os._exit``, a fault
-in a C extension) prints the late answer itself, the bridge killed.
+in a C extension) prints the late answer itself, the bridge killed. The time runs from this
+client's start (the CLI's timeout does), and the bridge's own start takes seconds on a loaded
+machine: until it tells, the client's own late answer stands (``_late_client``).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ __all__ = [
     "CLIENT_PID_ENV",
     "IDLE_ENV",
     "LATE_FD_ENV",
+    "STARTED_AT_ENV",
     "main",
     "socket_path",
 ]
@@ -70,8 +73,12 @@ __all__ = [
 IDLE_ENV = "OTELHOOKS_BRIDGE_DAEMON_IDLE"  # earlier OTELHOOKS_CLAUDE_DAEMON_IDLE, still read
 # the pipe on which the one-process bridge tells this client its late answer
 LATE_FD_ENV = "OTELHOOKS_BRIDGE_LATE_FD"
-# when this client read an event a daemon failed to answer: the one-process bridge's time runs
+# when this client started, handed over after a daemon failed to answer: the one-process
+# bridge's time runs from there
 ASKED_AT_ENV = "OTELHOOKS_BRIDGE_ASKED_AT"
+# when this client started: the one-process bridge's answer comes before the CLI's timeout from
+# there (``--hook-timeout``), its own start, seconds on a loaded machine, included
+STARTED_AT_ENV = "OTELHOOKS_BRIDGE_CLIENT_START"
 # this client's pid: the one-process bridge withdraws its approvals once its parent is another
 # (the CLI killed this client at its timeout), also when that came before it could look
 CLIENT_PID_ENV = "OTELHOOKS_BRIDGE_CLIENT_PID"
@@ -81,10 +88,8 @@ _FLAGS_WITH_PATHS = ("--hooks", "--traces-out", "--state", "--export-env")
 _CLIS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
 # without progress for a slice, the daemon is asked whether it lives (``_daemon_probe``)
 _SLICE_S = 1.0
-# how often the client looks at the one-process bridge's clock, and how long past the time it
-# was told it leaves the bridge's own clock to answer first (the same answer)
+# how often the client looks at the one-process bridge's clock
 _LATE_CHECK_S = 0.25
-_LATE_GRACE_S = 0.5
 _SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (Linux's 108, less the final NUL)
 # The bridge in Python's UTF-8 mode, whatever the locale: the CLIs write and read UTF-8, and in
 # a Latin-1 locale a tool input with a character it lacks (a U+2019) could not be handed to a
@@ -235,13 +240,13 @@ def _ask(path: str, body: bytes) -> dict[str, object] | None:
             try:
                 request = request[sock.send(request) :]
             except TimeoutError:
-                _probe().still_there(sock, path, _SLICE_S)
+                _sibling("_daemon_probe").still_there(sock, path, _SLICE_S)
         chunks = []
         while True:
             try:
                 chunk = sock.recv(65536)
             except TimeoutError:
-                _probe().still_there(sock, path, _SLICE_S)
+                _sibling("_daemon_probe").still_there(sock, path, _SLICE_S)
                 continue
             if not chunk:
                 break
@@ -253,25 +258,27 @@ def _ask(path: str, body: bytes) -> dict[str, object] | None:
     return answer if isinstance(answer, dict) and "exit_code" in answer else None
 
 
-def _probe() -> ModuleType:
-    """The daemon probe beside this file (``_daemon_probe.py``), loaded when first needed: an
-    event answered at once never pays for it. Run as a script under ``-I``, this file's folder
-    is not on the import path, so the module is loaded from its path."""
+def _sibling(module: str) -> ModuleType:
+    """A module beside this file (``_daemon_probe.py``, ``_late_client.py``; standard library
+    only), loaded when first needed: an event answered at once never pays for it. Run as a
+    script under ``-I``, this file's folder is not on the import path, so the module is loaded
+    from its path."""
     if __package__:
-        from otelhooks.integrations.claude_code import _daemon_probe
+        import importlib
 
-        return _daemon_probe
-    name = "otelhooks_hook_client_probe"
+        return importlib.import_module(f"{__package__}.{module}")
+    name = f"otelhooks_hook_client{module}"
     if name not in sys.modules:
         import importlib.util
 
         here = os.path.dirname(os.path.abspath(__file__))
-        spec = importlib.util.spec_from_file_location(name, os.path.join(here, "_daemon_probe.py"))
+        path = os.path.join(here, f"{module}.py")
+        spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
-            raise ImportError(f"no _daemon_probe.py in {here}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
+            raise ImportError(f"no {module}.py in {here}")
+        loaded = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loaded)
+        sys.modules[name] = loaded
     return sys.modules[name]
 
 
@@ -299,14 +306,18 @@ def _start_daemon(argv: list[str], path: str) -> None:
         )
 
 
-def _one_process(args: list[str], body: bytes, asked: float | None = None) -> int:
+def _one_process(args: list[str], body: bytes, asked: float, *, after_daemon: bool) -> int:
     """The one-process bridge's answer, written out. It tells this client, on a pipe, its late
-    answer and when that is due (from ``asked``, if given), then that its own answer is being
-    printed and with which exit code; past the time with no answer, or when it ends without one
-    (a hook crashed it), the late answer is this client's (the bridge killed)."""
+    answer and when that is due (from ``asked``, this client's start, ``after_daemon`` that
+    gave no answer), then that its own answer is being printed and with which exit code; past
+    the time with no answer, or when it ends without one (a hook crashed it), the late answer
+    is this client's (the bridge killed). Past that time with nothing told (the bridge still
+    starting: 20 s of imports at a load of 30), this client answers on its own, as the bridge
+    answers hooks it could not load in time (``_late_client``)."""
     told_r, told_w = os.pipe()
     env = {**os.environ, LATE_FD_ENV: str(told_w), CLIENT_PID_ENV: str(os.getpid())}
-    if asked is not None:
+    env[STARTED_AT_ENV] = repr(asked)
+    if after_daemon:
         env[ASKED_AT_ENV] = repr(asked)
     try:
         bridge = subprocess.Popen(
@@ -320,7 +331,7 @@ def _one_process(args: list[str], body: bytes, asked: float | None = None) -> in
     finally:
         os.close(told_w)
     os.set_blocking(told_r, False)
-    told = _Told()
+    told = _sibling("_late_client").Told(asked, args, after_daemon=after_daemon)
     pending: bytes | None = body
     with open(told_r, "rb", buffering=0, closefd=True) as told_pipe:
         while True:
@@ -331,11 +342,16 @@ def _one_process(args: list[str], body: bytes, asked: float | None = None) -> in
             except subprocess.TimeoutExpired:
                 pending = None  # handed over; communicate goes on with the rest
             told.read(told_pipe)
-            if told.late is not None and told.overdue():
-                # held in a C call, or in any way its own clock cannot see
-                _probe().kill(bridge.pid)
+            late = told.overdue()
+            if late is not None:
+                # held in a C call, or in any way its own clock cannot see, or not started
+                # yet: the answer first (the CLI's timeout runs), then the bridge killed
+                code = _write(late)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                _sibling("_daemon_probe").kill(bridge.pid)
                 bridge.wait()
-                return _write(told.late)
+                return code
     if told.answered is None and told.late is not None:
         sys.stderr.buffer.write(err)  # what ended it, before the answer it did not give
         sys.stderr.write(f"{_ENDED} (exit {bridge.returncode})\n")
@@ -347,29 +363,19 @@ def _one_process(args: list[str], body: bytes, asked: float | None = None) -> in
     return bridge.returncode if told.answered is None else told.answered
 
 
-class _Told:
-    """What the one-process bridge told: its late answer (``due`` when), and the exit code of
-    the answer it printed."""
-
-    def __init__(self) -> None:
-        self.late: dict[str, object] | None = None
-        self.answered: int | None = None
-        self._rest = b""
-
-    def read(self, pipe: io.RawIOBase) -> None:
-        lines = (self._rest + (pipe.read() or b"")).split(b"\n")
-        self._rest = lines.pop()
-        for line in lines:
-            message = json.loads(line)
-            if "answered" in message:
-                self.answered = message["answered"]
-            else:
-                self.late = message
-
-    def overdue(self) -> bool:
-        due = self.late.get("due") if self.late is not None else None
-        answering = self.answered is not None  # it is printing its answer: wait for it
-        return isinstance(due, float) and not answering and time.monotonic() > due + _LATE_GRACE_S
+def started_at() -> float:
+    """When this process started, on ``time.monotonic()``'s clock (Linux's
+    ``/proc/self/stat``): the CLI's timeout for the hook runs from there, and on a loaded
+    machine the interpreter's start and the imports before ``main`` take seconds. Elsewhere,
+    now."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            ticks = int(stat.read().rpartition(b")")[2].split()[19])
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - age if 0 <= age < 600 else now
 
 
 def _write(answer: dict[str, object]) -> int:
@@ -391,7 +397,7 @@ def _write(answer: dict[str, object]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one hook event (stdin) through the daemon, or the one-process bridge."""
-    asked = time.monotonic()  # the CLI's timeout runs from about here
+    asked = started_at()  # the CLI's timeout runs from the process's start
     try:
         os.getcwd()
     except OSError:
@@ -429,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
             except OSError:
                 pass
         # a daemon stopped 20 s in leaves 5 s of 25, not 25 more past the CLI's 30
-        return _one_process(args, body, asked if failed else None)
+        return _one_process(args, body, asked, after_daemon=failed)
     return _write(answer)
 
 

@@ -51,9 +51,19 @@ def answer_process(
     if isinstance(sys.stderr, io.TextIOWrapper):
         sys.stderr.reconfigure(encoding="utf-8")
     answer_to = _answer_stream()
-    tell, asked = _waiting_client(), _asked_at()
-    started = asked if tell is not None else None
-    deadline = Deadline(raw, options, answer_s, answer_to, tell=tell, started=started, fixed=fixed)
+    from otelhooks.integrations.claude_code.hook_client import ASKED_AT_ENV, STARTED_AT_ENV
+
+    tell, asked, client = _waiting_client(), _asked_at(ASKED_AT_ENV), _asked_at(STARTED_AT_ENV)
+    deadline = Deadline(
+        raw,
+        options,
+        answer_s,
+        answer_to,
+        tell=tell,
+        started=asked if tell is not None else None,
+        client_started=client if tell is not None else None,
+        fixed=fixed,
+    )
     previous = signal.signal(signal.SIGTERM, _end_hooks_then_die)
     asker, done, client = Asker(), threading.Event(), _client_pid()
     if tell is not None and client is not None:
@@ -142,14 +152,13 @@ def _waiting_client() -> int | None:
         return None
 
 
-def _asked_at() -> float | None:
-    """When the waiting hook client read the event (``$OTELHOOKS_BRIDGE_ASKED_AT``, its
-    ``time.monotonic()``), taken out of the environment like the pipe; ``None`` when it names
-    no time of the past."""
-    from otelhooks.integrations.claude_code.hook_client import ASKED_AT_ENV
-
+def _asked_at(name: str) -> float | None:
+    """A time of the waiting hook client (its ``time.monotonic()``) the variable ``name``
+    gives: its start (``$OTELHOOKS_BRIDGE_CLIENT_START``), or when the answer time runs from,
+    its start too, after a daemon that gave no answer (``$OTELHOOKS_BRIDGE_ASKED_AT``); taken
+    out of the environment like the pipe; ``None`` when it names no time of the past."""
     try:
-        asked = float(os.environ.pop(ASKED_AT_ENV, ""))
+        asked = float(os.environ.pop(name, ""))
     except ValueError:
         return None
     return asked if math.isfinite(asked) and asked <= time.monotonic() else None
@@ -175,6 +184,7 @@ class Deadline:
         *,
         tell: int | None = None,
         started: float | None = None,
+        client_started: float | None = None,
         fixed: bool = False,
     ) -> None:
         from otelhooks.integrations.coding_agents._dialects import dialect_named
@@ -186,6 +196,9 @@ class Deadline:
         # that daemon used is gone from the CLI's timeout too
         now = time.monotonic()
         self.started = now if started is None else started
+        # the waiting hook client's start: the CLI's timeout for the hook runs from there, and
+        # this process's own start (20 s of imports at a load of 30) is in it
+        self._client_started = client_started
         self._fixed, self._limit, self._approval_s = fixed, answer_limit(options), 0.0
         self.hooks: Sequence[Any] | None = None  # the hooks that decide the event, once known
         self.wait_s = self._wait()
@@ -193,7 +206,7 @@ class Deadline:
         self._dialect = dialect_named(options.dialect)
         self._event = self._dialect.event_of(raw)
         self._tell = tell
-        self._timer = self._arm(max(0.0, self.started + self.wait_s - now))
+        self._timer = self._arm(max(0.0, self._due() - now))
         self._told()
 
     def _arm(self, seconds: float) -> threading.Timer:
@@ -240,8 +253,17 @@ class Deadline:
     def cancel(self) -> None:
         self._timer.cancel()
 
+    def _due(self) -> float:
+        """When the late answer is due: the event's time from ``started``, never past the
+        CLI's timeout for the hook from the client's start (an approval's time is covered by
+        a longer timeout of its own)."""
+        due = self.started + self.wait_s
+        if self._client_started is not None and self._limit is not None and not self._approval_s:
+            due = min(due, self._client_started + self._limit)
+        return due
+
     def _late(self) -> None:
-        left = self.wait_s - (time.monotonic() - self.started)
+        left = self._due() - time.monotonic()
         if left > 0:  # an approval's or the guards' longer time
             self._timer = self._arm(left)
             return
@@ -274,7 +296,7 @@ class Deadline:
         late = self._late_answer()
         self._tell_client(
             {
-                "due": self.started + self.wait_s,  # CLOCK_MONOTONIC: one clock for the machine
+                "due": self._due(),  # CLOCK_MONOTONIC: one clock for the machine
                 "exit_code": late.exit_code,
                 "stdout": late.stdout,
                 "stderr": late.stderr,
