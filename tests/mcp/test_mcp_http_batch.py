@@ -21,13 +21,13 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests._realparts import reserved_port
 from tests.mcp._harness import (
     DENY_NOTES,
     DENY_SCRIPT,
     REDACT_SCRIPT,
     SSE,
     calls,
-    free_port,
     gateway_args,
     http_gateway,
     http_session,
@@ -54,26 +54,26 @@ def batch_gateway(
 ) -> Iterator[tuple[httpx.Client, Any]]:
     """A client with a session through the gateway, and the upstream server's process."""
     hooks = write_hooks(tmp_path, hooks_yaml, script)
-    server_port, gateway_port = free_port(), free_port()
-    log = tmp_path / "calls.jsonl"
-    with process([str(SERVER), str(server_port)], log, server_port) as server:
-        args = [
-            *gateway_args([hooks], tmp_path / "traces.jsonl"),
-            "--listen",
-            f"127.0.0.1:{gateway_port}",
-            "--upstream",
-            f"http://127.0.0.1:{server_port}/mcp",
-        ]
-        with (
-            process(args, log, gateway_port),
-            httpx.Client(
-                base_url=f"http://127.0.0.1:{gateway_port}", headers=HEADERS, timeout=30
-            ) as client,
-        ):
-            init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
-            answer = client.post("/mcp", json=init)
-            client.headers["mcp-session-id"] = answer.headers["mcp-session-id"]
-            yield client, server
+    with reserved_port() as server_port, reserved_port() as gateway_port:
+        log = tmp_path / "calls.jsonl"
+        with process([str(SERVER), str(server_port)], log, server_port) as server:
+            args = [
+                *gateway_args([hooks], tmp_path / "traces.jsonl"),
+                "--listen",
+                f"127.0.0.1:{gateway_port}",
+                "--upstream",
+                f"http://127.0.0.1:{server_port}/mcp",
+            ]
+            with (
+                process(args, log, gateway_port),
+                httpx.Client(
+                    base_url=f"http://127.0.0.1:{gateway_port}", headers=HEADERS, timeout=30
+                ) as client,
+            ):
+                init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
+                answer = client.post("/mcp", json=init)
+                client.headers["mcp-session-id"] = answer.headers["mcp-session-id"]
+                yield client, server
 
 
 def test_a_denied_call_batched_with_notifications_gets_its_denial(tmp_path: Path) -> None:
