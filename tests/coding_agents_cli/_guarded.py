@@ -34,6 +34,23 @@ hooks:
 """
 
 
+def rewrite_guard(decision: str) -> str:
+    """A hooks file whose guard answers every shell call ``decision`` with the command rewritten
+    to ``echo rewritten > note.txt`` (a Claude Code answer, printed by the command)."""
+    answer = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "updatedInput": {"command": "echo rewritten > note.txt"},
+        }
+    }
+    quoted = json.dumps(answer).replace('"', '\\"')
+    return (
+        'hooks:\n  - id: safer\n    type: PreToolUse\n    matcher: "@shell"\n'
+        f"    command: \"echo '{quoted}'\"\n"
+    )
+
+
 def tool_guard(matcher: str) -> str:
     """A hooks file whose guard denies every call ``matcher`` matches ("not this tool")."""
     return (
