@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests._realparts import free_port, require
+from tests._realparts import require, reserved_port
 
 
 def _bin_dir() -> Path | None:
@@ -34,10 +34,10 @@ def _as_postgres(argv: list[str]) -> list[str]:
 class PostgresCluster:
     """One running cluster; :attr:`url` is a ``postgresql://`` URL for its ``postgres`` db."""
 
-    def __init__(self, bin_dir: Path, root: Path) -> None:
+    def __init__(self, bin_dir: Path, root: Path, port: int) -> None:
         self.bin_dir = bin_dir
         self.data = root / "data"
-        self.port = free_port()
+        self.port = port
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self._root = root
 
@@ -81,14 +81,15 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
     assert bin_dir is not None
     root = Path(tempfile.mkdtemp(prefix="otelhooks-pg-"))
     os.chmod(root, 0o755)
-    cluster = PostgresCluster(bin_dir, root)
-    try:
-        cluster.init()
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    with reserved_port() as port:  # held while postgres runs: no one else is handed it
+        cluster = PostgresCluster(bin_dir, root, port)
+        try:
+            cluster.init()
+            cluster.start()
+            yield cluster
+        finally:
+            cluster.stop()
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def new_database(cluster: PostgresCluster) -> str:

@@ -17,18 +17,54 @@ import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+@contextmanager
+def reserved_port() -> Iterator[int]:
+    """A port of 127.0.0.1 that the kernel hands no one else until the ``with`` block ends.
+
+    Picking a free port, closing it and passing the number on races the parallel suite: another
+    test may bind it meanwhile (EADDRINUSE, or a client talking to the wrong server). This keeps
+    it bound, never listening, with ``SO_REUSEADDR``: connections to it are refused (a port where
+    nothing answers), and a server started later on it binds beside the hold (every server here
+    sets ``SO_REUSEADDR``; one that does not fails to start, every time, not now and then).
+    In-process servers need none of this: they bind port 0 and read the port back."""
+    with socket.socket() as hold:
+        hold.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        hold.bind(("127.0.0.1", 0))
+        port: int = hold.getsockname()[1]
+        yield port
+
+
+def serve_url(proc: subprocess.Popen[str], timeout_s: float = 60.0) -> tuple[str, str]:
+    """The URL an ``otelhooks serve --port 0`` child (stdout a text pipe) says it listens on,
+    and the output read up to and including that line."""
+    import re
+    import threading
+
+    read: list[str] = []
+    found: list[str] = []
+
+    def scan() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            read.append(line)
+            match = re.search(r"listening on (http://\S+)", line)
+            if match:
+                found.append(match.group(1))
+                return
+
+    reader = threading.Thread(target=scan, daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    if not found:
+        raise TimeoutError(f"serve said nothing of where it listens:\n{''.join(read)}")
+    return found[0], "".join(read)
 
 
 def written_lines(path: Path) -> str:
@@ -68,8 +104,11 @@ def rotel_binary() -> Path | None:
 @contextmanager
 def rotel_collector(forward_to_http: str, workdir: Path) -> Iterator[tuple[int, int]]:
     """A real rotel collector receiving OTLP gRPC and HTTP, forwarding over OTLP/HTTP."""
-    grpc_port, http_port = free_port(), free_port()
-    with rotel_collector_on(forward_to_http, workdir, http_port=http_port, grpc_port=grpc_port):
+    with (
+        reserved_port() as grpc_port,
+        reserved_port() as http_port,
+        rotel_collector_on(forward_to_http, workdir, http_port=http_port, grpc_port=grpc_port),
+    ):
         wait_for_port(grpc_port)
         yield grpc_port, http_port
 
@@ -86,7 +125,9 @@ class OtlpReceiver:
         except ImportError:
             require("oteltap", False)
             raise
-        self.port = free_port()
+        # oteltap takes a port number, not a socket: the number stays held while it runs
+        self._hold = ExitStack()
+        self.port = self._hold.enter_context(reserved_port())
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -123,6 +164,7 @@ class OtlpReceiver:
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5)
+            self._hold.close()
 
 
 class OtlpHttpSink:
@@ -283,61 +325,64 @@ class PrometheusApi:
 
 @contextmanager
 def prometheus_server(config: Mapping[str, Any], workdir: Path) -> Iterator[PrometheusApi]:
-    """A real Prometheus on 127.0.0.1 (free port), ``config`` as its prometheus.yml, its TSDB in
-    ``workdir``; stopped on exit. Its log is ``workdir/prometheus.log``."""
+    """A real Prometheus on 127.0.0.1 (a reserved port), ``config`` as its prometheus.yml, its
+    TSDB in ``workdir``; stopped on exit. Its log is ``workdir/prometheus.log``."""
     import httpx
     import yaml
 
     binary = prometheus_binary()
     require("prometheus", binary is not None)
     assert binary is not None
-    port = free_port()
     config_file = workdir / "prometheus.yml"
     config_file.write_text(yaml.safe_dump(dict(config), sort_keys=False))
-    with (workdir / "prometheus.log").open("wb") as log:
-        proc = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={config_file}",
-                f"--storage.tsdb.path={workdir / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--log.level=warn",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"{base}/-/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log_text = (workdir / "prometheus.log").read_text(errors="replace")
-                raise RuntimeError(f"prometheus did not become ready:\n{log_text}")
-            time.sleep(0.05)
-        yield PrometheusApi(base)
-    finally:
-        proc.terminate()
+    with reserved_port() as port:
+        with (workdir / "prometheus.log").open("wb") as log:
+            proc = subprocess.Popen(
+                [
+                    binary,
+                    f"--config.file={config_file}",
+                    f"--storage.tsdb.path={workdir / 'tsdb'}",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                    "--log.level=warn",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    if httpx.get(f"{base}/-/ready", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log_text = (workdir / "prometheus.log").read_text(errors="replace")
+                    raise RuntimeError(f"prometheus did not become ready:\n{log_text}")
+                time.sleep(0.05)
+            yield PrometheusApi(base)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @contextmanager
 def rotel_collector_on(
     forward_to_http: str, workdir: Path, *, http_port: int, grpc_port: int | None = None
 ) -> Iterator[None]:
-    """A rotel collector on a port chosen beforehand (to start it after its clients)."""
+    """A rotel collector on a port chosen beforehand (to start it after its clients): the
+    caller holds ``http_port`` with :func:`reserved_port` until this exits."""
     binary = rotel_binary()
     require("rotel", binary is not None)
     assert binary is not None
-    grpc_port = grpc_port or free_port()
+    hold = ExitStack()
+    if grpc_port is None:
+        grpc_port = hold.enter_context(reserved_port())
     proc = subprocess.Popen(
         [
             str(binary), "start",
@@ -362,3 +407,4 @@ def rotel_collector_on(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        hold.close()

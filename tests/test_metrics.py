@@ -34,7 +34,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otelhooks import AgentMetrics, AgentTracer, HookEvent, HookSpanProcessor, configure
 from otelhooks import semconv as sc
 from otelhooks.testing import TestPipeline, pipeline
-from tests._realparts import free_port
 
 CLIENT_BOUNDS = (
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
@@ -462,8 +461,8 @@ def test_a_prometheus_scrape_shows_the_runs_metrics() -> None:
     from prometheus_client import CollectorRegistry, start_http_server
 
     registry = CollectorRegistry()
-    port = free_port()
-    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    port = server.server_port
     oh = configure(
         service_name="scrape",
         hooks=[{"id": "check", "type": "beforeToolCall", "handler": allow}],

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -16,15 +15,8 @@ import pytest
 from otelhooks import CriticalHookDeliveryError, WebhookConfig, WebhookDeliverer
 from otelhooks._actions._outbox import Outbox, backoff_s
 from otelhooks.testing import TestPipeline
+from tests._realparts import reserved_port
 from tests._webhook_server import Reply, WebhookServer
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
 
 PRODUCER = textwrap.dedent(
     """
@@ -100,14 +92,15 @@ def test_rows_past_their_deadline_are_dropped_and_reported(tmp_path: Path) -> No
         tmp_path / "o.db", retry_deadline_s=0.3, poll_s=0.02,
         report=lambda hook, _event, outcome, _delivery, why: reports.append((hook, outcome, why)),
     )  # fmt: skip
-    config = WebhookConfig.model_validate(
-        {"url": f"http://127.0.0.1:{free_port()}/x", "delivery": "queue"}
-    )
-    box.put("h", "e", config, b"{}")
-    deadline = time.monotonic() + 30
-    while not reports and time.monotonic() < deadline:
-        time.sleep(0.05)
-    box.close()
+    with reserved_port() as dead_port:
+        config = WebhookConfig.model_validate(
+            {"url": f"http://127.0.0.1:{dead_port}/x", "delivery": "queue"}
+        )
+        box.put("h", "e", config, b"{}")
+        deadline = time.monotonic() + 30
+        while not reports and time.monotonic() < deadline:
+            time.sleep(0.05)
+        box.close()
     assert reports == [("h", "dropped", "retry_deadline")]
 
 
@@ -116,12 +109,13 @@ def test_only_the_serializable_config_is_stored_never_resolved_secrets(
 ) -> None:
     monkeypatch.setenv("QTOKEN", "very-secret-value")
     box = Outbox(tmp_path / "o.db")
-    config = WebhookConfig.model_validate(
-        {"url": f"http://127.0.0.1:{free_port()}/x", "delivery": "queue",
-         "headers": {"Authorization": "Bearer ${QTOKEN}"}, "allowedEnvVars": ["QTOKEN"]}
-    )  # fmt: skip
-    box.put("h", "e", config, b"{}")
-    box.close()
+    with reserved_port() as dead_port:
+        config = WebhookConfig.model_validate(
+            {"url": f"http://127.0.0.1:{dead_port}/x", "delivery": "queue",
+             "headers": {"Authorization": "Bearer ${QTOKEN}"}, "allowedEnvVars": ["QTOKEN"]}
+        )  # fmt: skip
+        box.put("h", "e", config, b"{}")
+        box.close()
     raw = (tmp_path / "o.db").read_bytes() + b"".join(
         p.read_bytes() for p in tmp_path.glob("o.db-*") if p.is_file()
     )

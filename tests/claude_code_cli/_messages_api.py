@@ -13,15 +13,26 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-_CLAUDE = Path(__file__).parent / "node_modules" / ".bin" / "claude"
+CLAUDE = Path(__file__).parent / "node_modules" / ".bin" / "claude"
 _REPO = Path(__file__).parent.parent.parent
+# Claude Code offline against the scripted API (``REAL-PARTS.md``'s recipe): a fake key, no
+# telemetry, error reports, update checks or other traffic; ``IS_SANDBOX`` lets
+# ``bypassPermissions`` run as root (CI runs as root)
+OFFLINE_ENV = {
+    "ANTHROPIC_API_KEY": "sk-ant-fake",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "IS_SANDBOX": "1",
+}
 
 
 @dataclass(frozen=True)
@@ -190,6 +201,41 @@ def serve_messages_api(api: MessagesApi) -> Iterator[str]:
         server.server_close()
 
 
+def claude_p(
+    api_url: str,
+    project: Path,
+    env: Mapping[str, str],
+    *,
+    prompt: str | None = "clean up",
+    options: Sequence[str] = (),
+    permission_mode: str = "bypassPermissions",
+    stdin: str | None = None,
+    timeout_s: float = 90,
+) -> subprocess.CompletedProcess[str]:
+    """``claude -p PROMPT --permission-mode MODE [options]`` in ``project`` against the scripted
+    API at ``api_url`` (no ``PROMPT`` with ``prompt=None``: the messages come on ``stdin``), its
+    environment ``env`` (PATH, HOME, ...) over :data:`OFFLINE_ENV`; output captured as text."""
+    argv = [str(CLAUDE), "-p", *([prompt] if prompt is not None else [])]
+    argv += ["--permission-mode", permission_mode, *options]
+    return subprocess.run(
+        argv, input=stdin, cwd=project, env={**OFFLINE_ENV, "ANTHROPIC_BASE_URL": api_url, **env},
+        capture_output=True, text=True, timeout=timeout_s, check=False,
+    )  # fmt: skip
+
+
+def rm_rf_victim(project: Path, env: Mapping[str, str], *, timeout_s: float = 90) -> MessagesApi:
+    """One ``claude -p`` session in ``project`` (as :func:`claude_p`, with ``env``) whose model
+    asks for ``rm -rf victim`` (one ``Bash`` call), ``victim/keep.txt`` written first; the CLI
+    must exit 0. The scripted API, holding the requests the CLI made."""
+    (project / "victim").mkdir(parents=True, exist_ok=True)
+    (project / "victim" / "keep.txt").write_text("precious")
+    api = MessagesApi([ToolStep("toolu_rm", "Bash", {"command": "rm -rf victim"})])
+    with serve_messages_api(api) as url:
+        run = claude_p(url, project, env, timeout_s=timeout_s)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return api
+
+
 def run_claude_p(
     api: MessagesApi,
     prompt: str,
@@ -213,21 +259,10 @@ def run_claude_p(
             "XDG_RUNTIME_DIR": str(tmp_path / "run"),
             "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
             "OTELHOOKS_BRIDGE_DAEMON_IDLE": "3",
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "IS_SANDBOX": "1",  # CI runs as root
         }
-        args = [str(_CLAUDE), "-p", prompt, "--permission-mode", "bypassPermissions"]
-        lines = None
-        if stream:
-            args[2:3] = ["--input-format", "stream-json", "--output-format", "stream-json"]
-            args.append("--verbose")  # stream-json output needs it
-            lines = "".join(json.dumps(m) + "\n" for m in stream)
-        return subprocess.run(
-            args, input=lines, cwd=project, env=env, capture_output=True, text=True,
-            timeout=90, check=False,
-        )  # fmt: skip
+        if not stream:
+            return claude_p(url, project, env, prompt=prompt)
+        options = ["--input-format", "stream-json", "--output-format", "stream-json"]
+        options.append("--verbose")  # stream-json output needs it
+        lines = "".join(json.dumps(m) + "\n" for m in stream)
+        return claude_p(url, project, env, prompt=None, options=options, stdin=lines)

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from otelhooks.integrations.claude_code import install
-from tests._realparts import free_port
+from tests._realparts import reserved_port
 from tests.coding_agents_cli._runs import (
     CLAUDE,
     CLI_TEST_S,
@@ -91,8 +91,9 @@ def test_an_interpreter_that_is_gone(project: Path, tmp_path: Path, fail_closed:
 
 
 def test_a_server_that_is_down(project: Path, tmp_path: Path) -> None:
-    _install(project, fail_closed=True, http=f"http://127.0.0.1:{free_port()}")
-    _blocked(project, _rm(project, tmp_path, {"OTELHOOKS_INGEST_TOKEN": "t"}))
+    with reserved_port() as dead_port:
+        _install(project, fail_closed=True, http=f"http://127.0.0.1:{dead_port}")
+        _blocked(project, _rm(project, tmp_path, {"OTELHOOKS_INGEST_TOKEN": "t"}))
 
 
 def _daemon_pid(folder: Path) -> int:

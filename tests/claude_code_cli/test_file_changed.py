@@ -15,8 +15,8 @@ import pytest
 
 from otelhooks.integrations.claude_code import install
 from tests._realparts import require
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
-from tests.claude_code_cli.test_real_claude_code import CLAUDE, _flat_json_spans, _run_claude
+from tests.claude_code_cli._messages_api import CLAUDE, MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli.test_real_claude_code import _flat_json_spans, _run_claude
 from tests.coding_agents_cli._runs import CLI_TEST_S
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
@@ -54,7 +54,7 @@ def test_an_env_file_the_agent_changes_fires_file_changed(
         ToolStep("toolu_wait", "Bash", {"command": "sleep 3", "description": "wait"}),
     ]
     with serve_messages_api(MessagesApi(steps)) as url:
-        _run_claude(claude, project, url, tmp_path / "home", extra, timeout_s=60)
+        _run_claude(project, url, tmp_path / "home", extra, timeout_s=60)
     spans = _flat_json_spans([json.loads(line) for line in traces.read_text().splitlines()])
     changed = [s for s in spans if s["name"] == "agent_lifecycle file_changed"]
     assert changed, sorted({s["name"] for s in spans})

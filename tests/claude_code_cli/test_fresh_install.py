@@ -14,12 +14,17 @@ from pathlib import Path
 import pytest
 
 from tests._realparts import require
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import (
+    CLAUDE,
+    MessagesApi,
+    ToolStep,
+    claude_p,
+    serve_messages_api,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
 HERE = Path(__file__).parent
-CLAUDE = HERE / "node_modules" / ".bin" / "claude"
 REPO = HERE.parent.parent
 
 
@@ -60,27 +65,7 @@ def test_install_on_a_fresh_project_guards_and_records_a_real_session(tmp_path: 
         ]
     )
     with serve_messages_api(api) as url:
-        claude_env = {
-            **env,
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "IS_SANDBOX": "1",  # CI runs as root
-        }
-        run = subprocess.run(
-            [
-                *(str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"),
-                *("--output-format", "json"),
-            ],
-            cwd=project,
-            env=claude_env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        run = claude_p(url, project, env, options=["--output-format", "json"], timeout_s=60)
     assert run.returncode == 0, run.stderr[-2000:]
     session = json.loads(run.stdout)["session_id"]
     # the starter guard denied rm -rf; the harmless call ran

@@ -23,12 +23,11 @@ from typing import Any
 import pytest
 
 from tests._realparts import require
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import CLAUDE, rm_rf_victim
 
 pytestmark = pytest.mark.timeout(120)
 
 HERE = Path(__file__).parent
-CLAUDE = HERE / "node_modules" / ".bin" / "claude"
 REPO = HERE.parent.parent
 
 ODD = {
@@ -61,25 +60,7 @@ def _install(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[
 def _session_guarded(project: Path, env: dict[str, str]) -> bool:
     """Whether one Claude Code session in ``project`` asked for ``rm -rf victim`` left the
     victim (the installed guard denied it)."""
-    (project / "victim").mkdir(parents=True, exist_ok=True)
-    (project / "victim" / "keep.txt").write_text("precious")
-    api = MessagesApi([ToolStep("toolu_rm", "Bash", {"command": "rm -rf victim"})])
-    with serve_messages_api(api) as url:
-        claude_env = {
-            **env,
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "IS_SANDBOX": "1",  # CI runs as root
-        }
-        run = subprocess.run(
-            [str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"],
-            cwd=project, env=claude_env, capture_output=True, text=True, timeout=90, check=False,
-        )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
+    rm_rf_victim(project, env)
     return (project / "victim" / "keep.txt").exists()
 
 

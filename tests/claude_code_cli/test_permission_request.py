@@ -25,12 +25,17 @@ import pytest
 from otelhooks import EventLogServer, serve
 from otelhooks.integrations.claude_code import install
 from tests._realparts import require
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import (
+    CLAUDE,
+    MessagesApi,
+    ToolStep,
+    claude_p,
+    serve_messages_api,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
 HERE = Path(__file__).parent
-CLAUDE = HERE / "node_modules" / ".bin" / "claude"
 REPO = HERE.parent.parent
 TOKEN = "t0ken-permission-request"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -65,26 +70,13 @@ def _claude(project: Path, api_url: str, env: dict[str, str], out: dict[str, Any
     full = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
-        "ANTHROPIC_BASE_URL": api_url,
-        "ANTHROPIC_API_KEY": "sk-ant-fake",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "IS_SANDBOX": "1",
         "OTELHOOKS_INGEST_TOKEN": TOKEN,
         **env,
     }
-    argv = [str(CLAUDE), "-p", "clean up", "--permission-mode", "default"]
-    out["result"] = subprocess.run(
-        [*argv, "--output-format", "json"],
-        cwd=project,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
+    out["result"] = claude_p(
+        api_url, project, full, permission_mode="default", options=["--output-format", "json"],
+        timeout_s=100,
+    )  # fmt: skip
 
 
 def _answer_during_run(

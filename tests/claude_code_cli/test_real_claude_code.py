@@ -22,16 +22,21 @@ import pytest
 
 from otelhooks._eventlog._otlp import decode_traces
 from otelhooks.integrations.claude_code import install, session_trace_id
-from tests._realparts import free_port, require, wait_for_port
+from tests._realparts import require, serve_url
 from tests._webhook_server import Reply, WebhookServer, webhook_server
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import (
+    CLAUDE,
+    MessagesApi,
+    ToolStep,
+    claude_p,
+    serve_messages_api,
+)
 from tests.coding_agents_cli._runs import CLI_TEST_S
 from tests.reliability._serve_proc import INGEST, ServeProc
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 HERE = Path(__file__).parent
-CLAUDE = HERE / "node_modules" / ".bin" / "claude"
 REPO = HERE.parent.parent
 TOKEN = "t0ken-claude-native"
 
@@ -75,7 +80,6 @@ def _steps() -> list[ToolStep]:
 
 
 def _run_claude(
-    claude: Path,
     project: Path,
     api_url: str,
     home: Path,
@@ -88,27 +92,10 @@ def _run_claude(
         "PATH": f"{python_bin}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(REPO),
         "HOME": str(home),
-        "ANTHROPIC_BASE_URL": api_url,
-        "ANTHROPIC_API_KEY": "sk-ant-fake",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "IS_SANDBOX": "1",  # CI runs as root
         **extra,
     }
-    result = subprocess.run(
-        [
-            str(claude),
-            *("-p", "clean up", "--permission-mode", "bypassPermissions"),
-            *("--output-format", "json"),
-        ],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
+    options = ["--output-format", "json"]
+    result = claude_p(api_url, project, env, options=options, timeout_s=timeout_s)
     assert result.returncode == 0, result.stderr[-2000:]
     out: dict[str, Any] = json.loads(result.stdout)
     return out
@@ -155,7 +142,7 @@ def test_command_bridge_denies_rm_and_runs_the_harmless_call(
         (project / ".claude" / "otelhooks.yaml").write_text(HOOKS.format(webhook=hooks_server.url))
         api = MessagesApi(_steps())
         with serve_messages_api(api) as url:
-            out = _run_claude(claude, project, url, tmp_path / "home", extra)
+            out = _run_claude(project, url, tmp_path / "home", extra)
         _assert_deny_and_allow(project, api)
         webhook = hooks_server.wait_for("/tools", 1)
         assert webhook, "the PostToolUse webhook was not delivered"
@@ -190,7 +177,6 @@ def otelhooks_serve(project: Path, tmp_path: Path) -> Iterator[tuple[str, Webhoo
     with webhook_server() as sink:
         hooks_file = project / ".claude" / "otelhooks.yaml"
         hooks_file.write_text(HOOKS.format(webhook=sink.url))
-        port = free_port()
         env = {
             **os.environ,
             "PYTHONPATH": str(REPO),
@@ -201,15 +187,15 @@ def otelhooks_serve(project: Path, tmp_path: Path) -> Iterator[tuple[str, Webhoo
         proc = subprocess.Popen(
             [
                 *(sys.executable, "-m", "otelhooks", "serve", "--hooks", str(hooks_file)),
-                *("--port", str(port), "--traces-out", str(tmp_path / "serve-traces.jsonl")),
+                *("--port", "0", "--traces-out", str(tmp_path / "serve-traces.jsonl")),
             ],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            text=True,
         )
         try:
-            wait_for_port(port, 60)
-            yield f"http://127.0.0.1:{port}", sink, hooks_file
+            yield serve_url(proc)[0], sink, hooks_file
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -235,7 +221,7 @@ def test_http_hooks_into_serve_deny_allow_and_join_claude_telemetry(
         "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {TOKEN}",
     }
     with serve_messages_api(api) as api_url:
-        out = _run_claude(claude, project, api_url, tmp_path / "home", telemetry)
+        out = _run_claude(project, api_url, tmp_path / "home", telemetry)
     _assert_deny_and_allow(project, api)
     session = out["session_id"]
     trace = session_trace_id(session)
@@ -390,7 +376,7 @@ def test_command_bridge_passes_on_redaction_context_and_a_stop_block(
     # the secret is computed by the shell: the command line the model sent does not hold it
     api = MessagesApi([ToolStep("toolu_echo", "Bash", {"command": "echo S-$((6*7))"})])
     with serve_messages_api(api) as url:
-        _run_claude(claude, project, url, tmp_path / "home", extra)
+        _run_claude(project, url, tmp_path / "home", extra)
     sent = json.dumps(api.requests)
     result = _tool_results(api)["toolu_echo"]
     assert "[redacted]" in json.dumps(result)
@@ -425,7 +411,7 @@ def test_a_redaction_reaches_claude_code_when_serve_never_saw_the_tool_start(
         settings.write_text(json.dumps(written))
         api = MessagesApi([ToolStep("toolu_echo", "Bash", {"command": "echo S-$((6*7))"})])
         with serve_messages_api(api) as url:
-            _run_claude(claude, project, url, tmp_path / "home", {"OTELHOOKS_INGEST_TOKEN": INGEST})
+            _run_claude(project, url, tmp_path / "home", {"OTELHOOKS_INGEST_TOKEN": INGEST})
     finally:
         serve.stop()
     assert "[redacted]" in json.dumps(_tool_results(api)["toolu_echo"])
@@ -566,7 +552,7 @@ def test_every_way_to_deny_stops_the_real_claude_code(
         ]
         api = MessagesApi(steps)
         with serve_messages_api(api) as url:
-            _run_claude(claude, project, url, tmp_path / "home", extra, timeout_s=200)
+            _run_claude(project, url, tmp_path / "home", extra, timeout_s=200)
     results = _tool_results(api)
     ran = [way for way in ways if (project / f"victim-{way}").exists()]
     assert ran == []
@@ -605,7 +591,7 @@ def test_a_late_redaction_that_blocks_when_it_fails_withholds_the_output(
         install(project / ".claude" / "settings.json", http=serve.url)
         api = MessagesApi([ToolStep("toolu_echo", "Bash", {"command": "echo S-$((6*7))"})])
         with serve_messages_api(api) as url:
-            _run_claude(claude, project, url, tmp_path / "home", {"OTELHOOKS_INGEST_TOKEN": INGEST})
+            _run_claude(project, url, tmp_path / "home", {"OTELHOOKS_INGEST_TOKEN": INGEST})
     finally:
         serve.stop()
     assert "[tool output withheld" in json.dumps(_tool_results(api)["toolu_echo"])

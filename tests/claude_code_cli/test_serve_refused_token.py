@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
 from otelhooks.integrations.claude_code import install
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import rm_rf_victim
 from tests.coding_agents_cli._runs import CLAUDE, need_cli
 from tests.reliability._serve_proc import ServeProc
 
@@ -39,19 +38,8 @@ hooks:
 def _rm(project: Path, home: Path, env: dict[str, str]) -> tuple[bool, str]:
     """Whether ``victim`` survived Claude Code's scripted ``rm -rf victim``, and the tool results
     the model was told."""
-    (project / "victim").mkdir(parents=True, exist_ok=True)
-    (project / "victim" / "keep.txt").write_text("precious")
-    api = MessagesApi([ToolStep("toolu_rm", "Bash", {"command": "rm -rf victim"})])
-    with serve_messages_api(api) as api_url:
-        run = subprocess.run(
-            [str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"],
-            cwd=project, capture_output=True, text=True, timeout=60,
-            env={"PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": api_url,
-                 "ANTHROPIC_API_KEY": "sk-ant-fake", "DISABLE_TELEMETRY": "1",
-                 "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                 "DISABLE_AUTOUPDATER": "1", "IS_SANDBOX": "1", **env},
-        )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), **env}
+    api = rm_rf_victim(project, env, timeout_s=60)
     results = [
         block
         for request in api.requests

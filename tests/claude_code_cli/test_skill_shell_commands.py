@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from otelhooks.integrations.claude_code import install, install_project
-from tests._realparts import free_port
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests._realparts import reserved_port
+from tests.claude_code_cli._messages_api import (
+    MessagesApi,
+    ToolStep,
+    claude_p,
+    serve_messages_api,
+)
 from tests.coding_agents_cli._runs import CLAUDE, CLI_TEST_S, need_cli, run_claude, skip_reason
 from tests.reliability._serve_proc import INGEST, ServeProc
 
@@ -78,18 +82,21 @@ def test_a_skill_command_whose_server_is_down_is_blocked_under_fail_closed(
     (project / "hooks.yaml").write_text(
         "hooks:\n  - {id: look, type: PostToolUse, command: 'true'}\n"
     )
-    install(
-        project / ".claude" / "settings.json",
-        http=f"http://127.0.0.1:{free_port()}",
-        hooks_file="hooks.yaml",
-        events=["PreSkillShellCommand"],
-        fail_closed=fail_closed,
-    )
-    _skill(project, "wipe", "rm -rf victim && echo wiped")
-    steps = [{"id": "call_wipe", "tool": "Skill", "args": {"skill": "wipe"}}]
-    run = run_claude(project, tmp_path / "home", steps, extra_env={"OTELHOOKS_INGEST_TOKEN": "t"})
-    assert run.returncode == 0, skip_reason(run)
-    assert (project / "victim").exists() is fail_closed, skip_reason(run)
+    with reserved_port() as dead_port:
+        install(
+            project / ".claude" / "settings.json",
+            http=f"http://127.0.0.1:{dead_port}",
+            hooks_file="hooks.yaml",
+            events=["PreSkillShellCommand"],
+            fail_closed=fail_closed,
+        )
+        _skill(project, "wipe", "rm -rf victim && echo wiped")
+        steps = [{"id": "call_wipe", "tool": "Skill", "args": {"skill": "wipe"}}]
+        run = run_claude(
+            project, tmp_path / "home", steps, extra_env={"OTELHOOKS_INGEST_TOKEN": "t"}
+        )
+        assert run.returncode == 0, skip_reason(run)
+        assert (project / "victim").exists() is fail_closed, skip_reason(run)
 
 
 def test_an_http_hook_into_serve_keeps_a_skills_inline_rm_rf_from_running(
@@ -117,15 +124,8 @@ def test_an_http_hook_into_serve_keeps_a_skills_inline_rm_rf_from_running(
     try:
         install_project(project=project, http=server.url, traces_out=None)
         with serve_messages_api(api) as api_url:
-            run = subprocess.run(
-                [str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"],
-                cwd=project, capture_output=True, text=True, timeout=90,
-                env={"PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": api_url,
-                     "ANTHROPIC_API_KEY": "sk-ant-fake", "DISABLE_TELEMETRY": "1",
-                     "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
-                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1",
-                     "OTELHOOKS_INGEST_TOKEN": INGEST},
-            )  # fmt: skip
+            env = {"PATH": os.environ["PATH"], "HOME": str(home), "OTELHOOKS_INGEST_TOKEN": INGEST}
+            run = claude_p(api_url, project, env)
     finally:
         server.stop()
     assert run.returncode == 0, run.stderr[-2000:]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks.integrations.claude_code import install
-from tests.coding_agents_cli._runs import CLAUDE, CLI_TEST_S, need_cli, run_claude, skip_reason
+from tests.claude_code_cli._daemon_runs import daemon_started
+from tests.coding_agents_cli._runs import CLI_TEST_S, run_claude, skip_reason
 from tests.integrations._daemon_procs import daemon_pid, until_gone
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
@@ -33,21 +33,7 @@ hooks:
 
 
 def test_the_guard_denies_with_a_stopped_daemon(tmp_path: Path, runtime_dir: Path) -> None:
-    need_cli(CLAUDE)
-    project = tmp_path / "project"
-    (project / "victim").mkdir(parents=True)
-    (project / "victim" / "keep.txt").write_text("precious")
-    (project / "hooks.yaml").write_text(GUARD)
-    install(project / ".claude" / "settings.json", hooks_file="hooks.yaml", events=["PreToolUse"])
-    env = {
-        "XDG_RUNTIME_DIR": str(runtime_dir),
-        "OTELHOOKS_BRIDGE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_BRIDGE_DAEMON_IDLE": "60",
-    }
-    touch = [{"id": "call_touch", "tool": "Bash", "args": {"command": "touch started"}}]
-    first = run_claude(project, tmp_path / "home", touch, extra_env=env)  # starts the daemon
-    assert first.returncode == 0, skip_reason(first)
-    assert (project / "started").exists()
+    project, env = daemon_started(tmp_path, runtime_dir, GUARD)
     pid = daemon_pid(runtime_dir)
     os.kill(pid, signal.SIGSTOP)
     rm = [{"id": "call_rm", "tool": "Bash", "args": {"command": "rm -r victim"}}]

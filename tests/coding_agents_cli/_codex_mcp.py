@@ -14,6 +14,19 @@ from typing import Final
 from tests.coding_agents_cli._runs import codex_config
 
 SERVER: Final = Path(__file__).parent / "mcp_files_server.py"
+# Codex CLI 0.171's PreToolUse of server ``my-files``'s tool, as its hook received it
+RENAMED_CALL = {
+    "session_id": "01a24a82-0790-78b1-90fe-38b63c125f60",
+    "turn_id": "01a24a82-07a4-7652-b8d3-378cd61ba818",
+    "transcript_path": None,
+    "cwd": "/project",
+    "hook_event_name": "PreToolUse",
+    "model": "gpt-5.5",
+    "permission_mode": "bypassPermissions",
+    "tool_name": "mcp__my_files__delete_file",
+    "tool_input": {"path": "victim/keep.txt"},
+    "tool_use_id": "call_del",
+}
 
 
 def mcp_steps(namespace: str = "mcp__files") -> list[dict[str, object]]:
@@ -59,10 +72,3 @@ def configure_codex(
     if code_mode:  # the model's JavaScript calls the tools (``exec``)
         text = text.replace("[features]\n", "[features]\ncode_mode = true\n")
     config.write_text(top + text + table + f"args = {json.dumps(server)}\n")
-
-
-def bridge_env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }

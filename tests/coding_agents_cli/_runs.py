@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tests._realparts import require
+from tests.claude_code_cli._messages_api import CLAUDE, OFFLINE_ENV
 
 __all__ = [
     "CLAUDE",
@@ -31,6 +32,7 @@ __all__ = [
     "CliRun",
     "Steps",
     "WebView",
+    "bridge_env",
     "codex_config",
     "gemini_settings",
     "need_cli",
@@ -43,7 +45,6 @@ HERE = Path(__file__).parent
 REPO = HERE.parent.parent
 CODEX = HERE / "node_modules" / ".bin" / "codex"
 GEMINI = HERE / "node_modules" / ".bin" / "gemini"
-CLAUDE = REPO / "tests" / "claude_code_cli" / "node_modules" / ".bin" / "claude"
 # how long one run of a real CLI may take: Gemini CLI took past 90 s to send its first request
 # at a load of 35 on 2 cores (a second at rest); a test of a CLI gets CLI_TEST_S
 CLI_RUN_S = 240
@@ -375,18 +376,21 @@ def run_claude(
     home.mkdir(parents=True, exist_ok=True)
     env = {
         **_base_env(home),
+        **OFFLINE_ENV,
         "ANTHROPIC_BASE_URL": "{api}",
-        "ANTHROPIC_API_KEY": "sk-ant-fake",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "IS_SANDBOX": "1",  # CI runs as root
         **(extra_env or {}),
     }
     argv = [str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"]
     argv += ["--output-format", "json"]
     return _isolated("messages", argv, project, env, steps, home / "run", timeout_s)
+
+
+def bridge_env(tmp_path: Path) -> dict[str, str]:
+    """The hook bridge's state under ``tmp_path``, its daemon leaving 3 s after the last event."""
+    return {
+        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
+    }
 
 
 def skip_reason(run: CliRun) -> str:

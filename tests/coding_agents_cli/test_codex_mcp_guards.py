@@ -19,26 +19,19 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
-from tests.coding_agents_cli._codex_mcp import bridge_env, configure_codex, guard_file, mcp_steps
-from tests.coding_agents_cli._runs import CLI_TEST_S, CODEX, need_cli, run_codex, skip_reason
+from tests.coding_agents_cli._codex_mcp import RENAMED_CALL, configure_codex, guard_file, mcp_steps
+from tests.coding_agents_cli._guarded import bridge_answer
+from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
+    CODEX,
+    bridge_env,
+    need_cli,
+    run_codex,
+    skip_reason,
+)
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
-
-# Codex CLI 0.171's PreToolUse of server ``my-files``'s tool, as its hook received it
-RENAMED_CALL = {
-    "session_id": "01a24a82-0790-78b1-90fe-38b63c125f60",
-    "turn_id": "01a24a82-07a4-7652-b8d3-378cd61ba818",
-    "transcript_path": None,
-    "cwd": "/project",
-    "hook_event_name": "PreToolUse",
-    "model": "gpt-5.5",
-    "permission_mode": "bypassPermissions",
-    "tool_name": "mcp__my_files__delete_file",
-    "tool_input": {"path": "victim/keep.txt"},
-    "tool_use_id": "call_del",
-}
 
 
 @pytest.mark.parametrize(
@@ -58,13 +51,7 @@ RENAMED_CALL = {
 def test_a_guard_on_the_configured_server_name_answers_codex_s_name(
     tmp_path: Path, matcher: str, denied: bool
 ) -> None:
-    (tmp_path / "hooks.yaml").write_text(guard_file(matcher))
-    options = BridgeOptions(
-        hooks=(str(tmp_path / "hooks.yaml"),),
-        state=str(tmp_path / "state.sqlite3"),
-        dialect="codex",
-    )
-    answer = run_hook(json.dumps(RENAMED_CALL), options, environ={}).stdout
+    answer = bridge_answer(tmp_path, "codex", guard_file(matcher), RENAMED_CALL)
     if not denied:
         assert answer == ""
         return
@@ -85,13 +72,7 @@ def test_a_guard_on_a_tool_name_codex_changes_answers_codex_s_name(
 ) -> None:
     # Codex CLI 0.171 named server my-files's tool delete-file.v2 mcp__my_files__delete_file_v2
     call = {**RENAMED_CALL, "tool_name": "mcp__my_files__delete_file_v2"}
-    (tmp_path / "hooks.yaml").write_text(guard_file(matcher))
-    options = BridgeOptions(
-        hooks=(str(tmp_path / "hooks.yaml"),),
-        state=str(tmp_path / "state.sqlite3"),
-        dialect="codex",
-    )
-    answer = run_hook(json.dumps(call), options, environ={}).stdout
+    answer = bridge_answer(tmp_path, "codex", guard_file(matcher), call)
     if not denied:
         assert answer == ""
         return

@@ -25,6 +25,7 @@ from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -142,10 +143,7 @@ def _run(project: Path, tmp_path: Path, hooks: str, steps: list[tuple[str, str]]
     install_agent("codex", project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
     codex_config(home, trusted=project)
-    env = {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
+    env = bridge_env(tmp_path)
     run = run_codex(project, home, steps, extra_env=env)
     assert run.returncode == 0, skip_reason(run)
     return run

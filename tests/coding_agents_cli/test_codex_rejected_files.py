@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from otelhooks.integrations.coding_agents import hooks_path, install_agent
+from tests.coding_agents_cli._guarded import DENY_SHELL_GUARD
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
@@ -28,13 +29,6 @@ from tests.coding_agents_cli._runs import (
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
-GUARD = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: "@shell"
-    command: "echo 'deleting is not allowed here' >&2; exit 2"
-"""
 FINE = {"type": "command", "command": "true"}
 # a PostToolUse group of someone else's that Codex rejects the file for
 REJECTED: dict[str, dict[str, Any]] = {
@@ -53,7 +47,7 @@ def _theirs(project: Path, group: dict[str, Any]) -> tuple[Path, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps({"hooks": {"PostToolUse": [group]}}, indent=2) + "\n"
     path.write_text(text)
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(DENY_SHELL_GUARD)
     return path, text
 
 
@@ -80,7 +74,7 @@ def test_the_real_codex_cli_runs_no_hook_of_such_a_file(
     case: str, project: Path, tmp_path: Path
 ) -> None:
     """Why install refuses: the guard merged by hand beside such a hook never runs."""
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(DENY_SHELL_GUARD)
     install_agent("codex", project=project, hooks_file="hooks.yaml")
     path = hooks_path("codex", project=project)
     data = json.loads(path.read_text())

@@ -21,8 +21,15 @@ import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
 from otelhooks.testing import run_cli
-from tests.coding_agents_cli._codex_mcp import bridge_env, configure_codex, guard_file, mcp_steps
-from tests.coding_agents_cli._runs import CLI_TEST_S, CODEX, need_cli, run_codex, skip_reason
+from tests.coding_agents_cli._codex_mcp import configure_codex, guard_file, mcp_steps
+from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
+    CODEX,
+    bridge_env,
+    need_cli,
+    run_codex,
+    skip_reason,
+)
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 

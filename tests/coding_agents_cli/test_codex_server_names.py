@@ -19,8 +19,16 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
-from tests.coding_agents_cli._codex_mcp import bridge_env, configure_codex, guard_file, mcp_steps
-from tests.coding_agents_cli._runs import CLI_TEST_S, CODEX, REPO, need_cli, run_codex, skip_reason
+from tests.coding_agents_cli._codex_mcp import configure_codex, guard_file, mcp_steps
+from tests.coding_agents_cli._runs import (
+    CLI_TEST_S,
+    CODEX,
+    REPO,
+    bridge_env,
+    need_cli,
+    run_codex,
+    skip_reason,
+)
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 

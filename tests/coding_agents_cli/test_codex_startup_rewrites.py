@@ -16,6 +16,7 @@ import pytest
 
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._guarded import rewrite_guard
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
@@ -26,21 +27,6 @@ from tests.coding_agents_cli._runs import (
 )
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
-
-_ANSWER = {
-    "hookSpecificOutput": {
-        "hookEventName": "PreToolUse",
-        "permissionDecision": "allow",
-        "updatedInput": {"command": "echo rewritten > note.txt"},
-    }
-}
-GUARD = """\
-hooks:
-  - id: safer
-    type: PreToolUse
-    matcher: "@shell"
-    command: "echo '{answer}'"
-"""
 
 
 def _env(tmp_path: Path, banner: str) -> dict[str, str]:
@@ -63,8 +49,7 @@ def test_the_real_codex_cli_never_runs_the_original_of_a_rewrite_behind_a_banner
     """Behind a printing startup file the call is denied, its reason naming the file and the
     rewritten arguments; behind a silent one the rewrite runs as ever."""
     need_cli(CODEX)
-    answer = json.dumps(_ANSWER).replace('"', '\\"')
-    (project / "hooks.yaml").write_text(GUARD.format(answer=answer))
+    (project / "hooks.yaml").write_text(rewrite_guard("allow"))
     install_agent("codex", project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
     codex_config(home, trusted=project)
@@ -89,8 +74,7 @@ KINDS = Path(__file__).parent / "captured" / "kinds"
 def test_a_codex_rewrite_behind_a_printing_startup_file_is_a_deny_naming_it(
     tmp_path: Path, banner: str
 ) -> None:
-    answer = json.dumps(_ANSWER).replace('"', '\\"')
-    (tmp_path / "hooks.yaml").write_text(GUARD.format(answer=answer))
+    (tmp_path / "hooks.yaml").write_text(rewrite_guard("allow"))
     options = BridgeOptions(
         hooks=(str(tmp_path / "hooks.yaml"),),
         state=str(tmp_path / "state.sqlite3"),

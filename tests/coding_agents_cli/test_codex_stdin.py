@@ -20,6 +20,7 @@ from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -58,10 +59,7 @@ def test_no_guard_sees_what_codex_types_into_a_running_shell(project: Path, tmp_
     install_agent("codex", project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
     codex_config(home, trusted=project)
-    env = {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
+    env = bridge_env(tmp_path)
     run = run_codex(project, home, STEPS, extra_env=env)
     assert run.returncode == 0, skip_reason(run)
     # the shell ran the typed command: Codex echoed it back from the terminal

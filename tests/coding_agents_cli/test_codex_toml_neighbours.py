@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._guarded import RM_GUARD
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
@@ -27,14 +28,6 @@ from tests.coding_agents_cli._runs import (
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
-GUARD = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: "@shell"
-    command: >-
-      case "$HOOK_TOOL_INPUT" in *'rm -r'*) echo 'deleting is not allowed here' >&2; exit 2;; esac
-"""
 REWRITE = {
     "hookSpecificOutput": {
         "hookEventName": "PreToolUse",
@@ -70,7 +63,7 @@ def test_codex_install_names_a_config_toml_hook_whose_rewrite_runs_past_the_guar
     config.parent.mkdir(parents=True, exist_ok=True)
     with config.open("a", encoding="utf-8") as handle:
         handle.write(_neighbour(form, f"cat {answer}"))
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(RM_GUARD)
 
     change = install_agent("codex", project=project, hooks_file="hooks.yaml")
     (said,) = [w for w in change.warnings if "beside the guard" in w]

@@ -17,6 +17,7 @@ from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
     CODEX_RM_GUARD,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -38,18 +39,11 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
-
-
 def test_project_hooks_do_not_run_in_an_untrusted_project(project: Path, tmp_path: Path) -> None:
     install_agent("codex", project=project, hooks_file=project / "hooks.yaml")
     home = tmp_path / "home"
     codex_config(home)  # no [projects."..."] trust_level
-    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    run = run_codex(project, home, STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert not (project / "victim").exists()
 
@@ -58,7 +52,7 @@ def test_hooks_whose_content_is_not_trusted_do_not_run(project: Path, tmp_path: 
     install_agent("codex", project=project, hooks_file=project / "hooks.yaml")
     home = tmp_path / "home"
     codex_config(home, trusted=project)
-    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path), bypass_hook_trust=False)
+    run = run_codex(project, home, STEPS, extra_env=bridge_env(tmp_path), bypass_hook_trust=False)
     assert run.returncode == 0, skip_reason(run)
     assert not (project / "victim").exists()
 
@@ -71,6 +65,6 @@ def test_user_hooks_guard_without_project_trust(
     change = install_agent("codex", user=True, hooks_file=project / "hooks.yaml")
     assert change.path == home / ".codex" / "hooks.json"
     codex_config(home)
-    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    run = run_codex(project, home, STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"

@@ -20,6 +20,7 @@ from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
     GEMINI,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -68,13 +69,6 @@ def test_a_deferred_call_is_denied_saying_why(tmp_path: Path, dialect: str) -> N
     assert "cannot defer a call, so otelhooks denies it" in reason
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
-
-
 @pytest.mark.parametrize("dialect", ["codex", "gemini"])
 def test_the_real_cli_does_not_run_a_deferred_call(
     project: Path, tmp_path: Path, dialect: str
@@ -86,9 +80,9 @@ def test_the_real_cli_does_not_run_a_deferred_call(
     steps = [("call_rm", "rm -r victim")]
     if dialect == "codex":
         codex_config(home, trusted=project)
-        run = run_codex(project, home, steps, extra_env=_env(tmp_path))
+        run = run_codex(project, home, steps, extra_env=bridge_env(tmp_path))
     else:
-        run = run_gemini(project, home, steps, extra_env=_env(tmp_path))
+        run = run_gemini(project, home, steps, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     assert "the release manager decides" in run.told()

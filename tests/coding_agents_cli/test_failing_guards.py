@@ -29,6 +29,7 @@ from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
     GEMINI,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -54,13 +55,6 @@ def _install(dialect: str, project: Path, hooks: str, *, fail_closed: bool) -> N
     install_agent(dialect, project=project, hooks_file="hooks.yaml", fail_closed=fail_closed)
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
-
-
 def test_codex_fail_closed_denies_when_the_hooks_file_does_not_load(
     project: Path, tmp_path: Path
 ) -> None:
@@ -68,7 +62,7 @@ def test_codex_fail_closed_denies_when_the_hooks_file_does_not_load(
     _install("codex", project, NOT_YAML, fail_closed=True)
     home = tmp_path / "home"
     codex_config(home, trusted=project)
-    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    run = run_codex(project, home, STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     told = run.told()
@@ -81,7 +75,7 @@ def test_gemini_fail_closed_denies_when_the_hooks_file_does_not_load(
 ) -> None:
     need_cli(GEMINI)
     _install("gemini", project, NOT_YAML, fail_closed=True)
-    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     told = run.told()
@@ -92,7 +86,7 @@ def test_gemini_fail_closed_denies_when_the_hooks_file_does_not_load(
 def test_gemini_shows_why_a_fail_open_guard_did_not_decide(project: Path, tmp_path: Path) -> None:
     need_cli(GEMINI)
     _install("gemini", project, NOT_YAML, fail_closed=False)
-    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert not (project / "victim").exists()  # fail open, as install warned
     assert "otelhooks gemini: " in run.stderr
@@ -102,7 +96,7 @@ def test_gemini_shows_why_a_fail_open_guard_did_not_decide(project: Path, tmp_pa
 def test_gemini_shows_a_guard_whose_command_cannot_run(project: Path, tmp_path: Path) -> None:
     need_cli(GEMINI)
     _install("gemini", project, BROKEN_COMMAND, fail_closed=False)
-    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert not (project / "victim").exists()
     assert "otelhooks: a hook failed and did not decide: no-rm" in run.stderr
@@ -124,7 +118,7 @@ def test_gemini_shows_a_failed_guard_s_reason_on_one_line(project: Path, tmp_pat
     status line and the second apart from it. Now the reason is one line."""
     need_cli(GEMINI)
     _install("gemini", project, LOUD_COMMAND, fail_closed=False)
-    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert not (project / "victim").exists()  # fail open, as install warned
     (line,) = [line for line in run.stderr.splitlines() if ONE_LINE in line]
@@ -142,7 +136,7 @@ def test_codex_exec_shows_no_system_message_of_a_failed_guard(
     _install("codex", project, LOUD_COMMAND, fail_closed=False)
     home = tmp_path / "home"
     codex_config(home, trusted=project)
-    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    run = run_codex(project, home, STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert not (project / "victim").exists()  # fail open, as install warned
     assert "did not decide" not in run.stdout + run.stderr + run.told()
@@ -172,7 +166,7 @@ def test_codex_guard_whose_interpreter_is_gone(
     _interpreter_gone("codex", project, fail_closed=fail_closed)
     home = tmp_path / "home"
     codex_config(home, trusted=project)
-    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    run = run_codex(project, home, STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     if not fail_closed:  # Codex runs the tool after a hook that cannot start
         assert not (project / "victim").exists()
@@ -184,7 +178,7 @@ def test_codex_guard_whose_interpreter_is_gone(
 def test_gemini_fail_closed_guard_whose_interpreter_is_gone(project: Path, tmp_path: Path) -> None:
     need_cli(GEMINI)
     _interpreter_gone("gemini", project, fail_closed=True)
-    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     assert "the guard could not run (exit 127): blocked (--fail-closed)" in run.told()
@@ -211,7 +205,7 @@ def test_codex_fail_closed_denies_when_the_guard_hangs(
     home = tmp_path / "home"
     codex_config(home, trusted=project)
     env = {
-        **_env(tmp_path),
+        **bridge_env(tmp_path),
         "XDG_RUNTIME_DIR": str(runtime_dir),
         "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S": "1",
     }

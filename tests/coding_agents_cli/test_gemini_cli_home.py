@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._guarded import DENY_SHELL_GUARD
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     GEMINI,
@@ -30,13 +31,6 @@ from tests.coding_agents_cli._runs import (
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 REPO = Path(__file__).resolve().parents[2]
-GUARD = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: "@shell"
-    command: "echo 'deleting is not allowed here' >&2; exit 2"
-"""
 
 
 def _otelhooks(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -57,7 +51,7 @@ def test_a_user_install_goes_where_gemini_cli_reads_the_users_settings(
     home, gemini_home = tmp_path / "home", tmp_path / "gemini-home"
     users = gemini_settings(gemini_home)  # the scripted API's settings, where Gemini CLI looks
     hooks = tmp_path / "hooks.yaml"
-    hooks.write_text(GUARD)
+    hooks.write_text(DENY_SHELL_GUARD)
     env = {"HOME": str(home), "GEMINI_CLI_HOME": str(gemini_home)}
     args = ["install", "--user", "--hooks", str(hooks), "--no-traces"]
     done = _otelhooks(*args, env=env, cwd=project)
@@ -84,7 +78,7 @@ def test_a_project_install_reads_the_users_settings_under_gemini_cli_home(
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("GEMINI_CLI_HOME", str(gemini_home))
     users = gemini_settings(gemini_home, {"hooksConfig": {"enabled": False}})
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(DENY_SHELL_GUARD)
     change = install_agent("gemini", project=project, hooks_file="hooks.yaml")
     (off,) = [w for w in change.warnings if w.startswith("no installed hook will run")]
     assert str(users) in off

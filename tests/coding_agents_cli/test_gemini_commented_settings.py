@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._guarded import DENY_SHELL_GUARD
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     GEMINI,
@@ -25,14 +26,6 @@ from tests.coding_agents_cli._runs import (
 )
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
-
-GUARD = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: "@shell"
-    command: "echo 'deleting is not allowed here' >&2; exit 2"
-"""
 
 
 def _commented(settings: dict[str, object], form: str) -> str:
@@ -54,7 +47,7 @@ def test_install_warns_of_hooks_turned_off_in_a_commented_user_file(
     user = gemini_settings(home)
     settings = json.loads(user.read_text())
     user.write_text(_commented({**settings, "hooksConfig": {"enabled": False}}, form))
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(DENY_SHELL_GUARD)
 
     change = install_agent("gemini", project=project, hooks_file="hooks.yaml")
     (off,) = [w for w in change.warnings if w.startswith("no installed hook will run")]
@@ -78,7 +71,7 @@ def test_install_names_a_neighbour_hook_in_a_commented_user_file(
     hooks = {"BeforeTool": [{"matcher": "*", "hooks": [rewriter]}]}
     settings = {**json.loads(user.read_text()), "hooks": hooks}
     user.write_text(_commented(settings, "block-comments"))
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(DENY_SHELL_GUARD)
 
     change = install_agent("gemini", project=project, hooks_file="hooks.yaml")
     (note,) = [w for w in change.warnings if "runs other BeforeTool hooks" in w]
@@ -97,7 +90,7 @@ def test_install_names_a_variable_a_commented_user_file_has_gemini_remove(
     settings = json.loads(user.read_text())
     settings["security"]["environmentVariableRedaction"] = {"enabled": True}
     user.write_text(_commented(settings, "line-comments-crlf"))
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(DENY_SHELL_GUARD)
 
     change = install_agent("gemini", project=project, hooks_file="hooks.yaml")
     (note,) = [w for w in change.warnings if w.startswith("Gemini CLI removes")]

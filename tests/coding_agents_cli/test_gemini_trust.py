@@ -18,6 +18,7 @@ from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX_RM_GUARD,
     GEMINI,
+    bridge_env,
     gemini_settings,
     need_cli,
     run_gemini,
@@ -29,13 +30,6 @@ pytestmark = pytest.mark.timeout(CLI_TEST_S)
 STEPS = [("call_rm", "rm -r victim")]
 # Gemini CLI's own default: folder trust on (the other tests turn it off)
 FOLDER_TRUST = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
 
 
 def test_a_gemini_project_install_says_skip_trust_runs_none_of_its_hooks(tmp_path: Path) -> None:
@@ -62,7 +56,7 @@ def test_project_hooks_do_not_run_under_skip_trust(project: Path, tmp_path: Path
         project,
         tmp_path / "home",
         STEPS,
-        extra_env=_env(tmp_path),
+        extra_env=bridge_env(tmp_path),
         settings=FOLDER_TRUST,
         skip_trust=True,
     )
@@ -79,7 +73,7 @@ def test_user_hooks_guard_under_skip_trust(
     monkeypatch.setenv("HOME", str(home))
     (tmp_path / "hooks.yaml").write_text(CODEX_RM_GUARD)
     install_agent("gemini", user=True, hooks_file=tmp_path / "hooks.yaml")
-    run = run_gemini(project, home, STEPS, extra_env=_env(tmp_path), skip_trust=True)
+    run = run_gemini(project, home, STEPS, extra_env=bridge_env(tmp_path), skip_trust=True)
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
 
@@ -109,9 +103,9 @@ def test_a_gemini_project_install_says_a_subfolder_session_runs_none_of_its_hook
 
     need_cli(GEMINI)
     home = tmp_path / "home"
-    run = run_gemini(sub, home, STEPS, extra_env=_env(tmp_path))
+    run = run_gemini(sub, home, STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert not (sub / "victim").exists()
-    run = run_gemini(project, home, STEPS, extra_env=_env(tmp_path))  # the guard, at the root
+    run = run_gemini(project, home, STEPS, extra_env=bridge_env(tmp_path))  # the guard, at the root
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").exists()

@@ -24,6 +24,7 @@ from tests.coding_agents_cli._runs import (
     CODEX,
     GEMINI,
     CliRun,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -70,10 +71,7 @@ def _run(dialect: str, project: Path, tmp_path: Path, shape: str, *, fail_closed
     (project / "hooks.yaml").write_text(hooks + f"    command: {json.dumps(command)}\n")
     install_agent(dialect, project=project, hooks_file="hooks.yaml", fail_closed=fail_closed)
     home = tmp_path / "home"
-    env = {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
+    env = bridge_env(tmp_path)
     if dialect == "codex":
         codex_config(home, trusted=project)
         run = run_codex(project, home, STEPS, extra_env=env)

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._guarded import DENY_SHELL_GUARD
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     GEMINI,
@@ -36,13 +37,6 @@ from tests.coding_agents_cli._runs import (
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
-GUARD = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: "@shell"
-    command: "echo 'deleting is not allowed here' >&2; exit 2"
-"""
 OFF = {"hooksConfig": {"enabled": False}}
 ON = {"hooksConfig": {"enabled": True}}
 OURS_OFF = {"hooksConfig": {"disabled": ["otelhooks"]}}
@@ -113,7 +107,7 @@ def test_gemini_install_warns_when_no_installed_hook_will_run(
         if name != "~":
             files[name].parent.mkdir(parents=True, exist_ok=True)
             files[name].write_text(json.dumps(settings))
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(DENY_SHELL_GUARD)
 
     change = install_agent("gemini", project=project, hooks_file="hooks.yaml")
     off = [w for w in change.warnings if w.startswith("no installed hook will run")]

@@ -22,13 +22,14 @@ from typing import Any
 
 import pytest
 
-from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
-from tests.coding_agents_cli._codex_mcp import bridge_env, configure_codex, mcp_steps
+from tests.coding_agents_cli._codex_mcp import RENAMED_CALL, configure_codex, mcp_steps
+from tests.coding_agents_cli._guarded import HEREDOC, KINDS, bridge_answer
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
     GEMINI,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -38,9 +39,6 @@ from tests.coding_agents_cli._runs import (
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
-KINDS = Path(__file__).parent / "captured" / "kinds"
-PATCH = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-alpha\n+ALPHA\n beta\n*** End Patch\n"
-HEREDOC = f"apply_patch <<'EOF'\n{PATCH}EOF\n"
 CHAINED = {
     "and": "echo hi && rm -r victim",
     "background": "echo hi & rm -r victim",
@@ -61,13 +59,8 @@ def _settings(matcher: str, rule: str) -> str:
 
 
 def _answer(tmp_path: Path, dialect: str, matcher: str, rule: str, event: dict[str, Any]) -> str:
-    (tmp_path / "settings.json").write_text(_settings(matcher, rule))
-    options = BridgeOptions(
-        hooks=(str(tmp_path / "settings.json"),),
-        state=str(tmp_path / "state.sqlite3"),
-        dialect=dialect,
-    )
-    return run_hook(json.dumps(event), options, environ={}).stdout
+    hooks = _settings(matcher, rule)
+    return bridge_answer(tmp_path, dialect, hooks, event, name="settings.json")
 
 
 def _event(kind: str, **tool_input: Any) -> dict[str, Any]:
@@ -178,21 +171,6 @@ def test_the_real_gemini_cli_is_kept_from_an_rm_by_a_bash_if_rule(
     assert "the if guard says no" in run.told(), skip_reason(run)
 
 
-# Codex CLI 0.171's PreToolUse of server ``my-files``'s tool, as its hook received it
-RENAMED = {
-    "session_id": "01a24a82-0790-78b1-90fe-38b63c125f60",
-    "turn_id": "01a24a82-07a4-7652-b8d3-378cd61ba818",
-    "transcript_path": None,
-    "cwd": "/project",
-    "hook_event_name": "PreToolUse",
-    "model": "gpt-5.5",
-    "permission_mode": "bypassPermissions",
-    "tool_name": "mcp__my_files__delete_file",
-    "tool_input": {"path": "victim/keep.txt"},
-    "tool_use_id": "call_del",
-}
-
-
 @pytest.mark.parametrize(
     ("rule", "denied"),
     [
@@ -208,7 +186,7 @@ RENAMED = {
 def test_an_mcp_if_rule_names_a_server_codex_renames_as_it_is_configured(
     tmp_path: Path, rule: str, denied: bool
 ) -> None:
-    answer = _answer(tmp_path, "codex", "mcp__my-files__delete_file", rule, RENAMED)
+    answer = _answer(tmp_path, "codex", "mcp__my-files__delete_file", rule, RENAMED_CALL)
     assert _denied(answer) == denied, answer
 
 

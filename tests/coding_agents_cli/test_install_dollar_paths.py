@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import hooks_path, install_agent
+from tests.coding_agents_cli._guarded import DENY_SHELL_GUARD
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
@@ -30,13 +31,6 @@ from tests.coding_agents_cli._runs import (
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
-GUARD = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: "@shell"
-    command: "echo 'deleting is not allowed here' >&2; exit 2"
-"""
 STEPS = [("call_rm", "rm -r victim")]
 FOLDERS = {"name": "p $HOME x", "braces": "p ${HOME} x", "quote": "p '$HOME' x"}
 
@@ -45,7 +39,7 @@ def _project(tmp_path: Path, folder: str) -> Path:
     project = tmp_path / folder
     (project / "victim").mkdir(parents=True)
     (project / "victim" / "keep.txt").write_text("precious")
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(DENY_SHELL_GUARD)
     return project
 
 

@@ -21,6 +21,7 @@ from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
     GEMINI,
+    bridge_env,
     codex_config,
     gemini_settings,
     need_cli,
@@ -52,13 +53,6 @@ def _install(dialect: str, project: Path, tmp_path: Path, matcher: str) -> Path:
     return traces
 
 
-def _bridge_env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",  # the bridge daemon leaves soon after the test
-    }
-
-
 def _spans(traces: Path) -> list[dict[str, Any]]:
     spans: list[dict[str, Any]] = []
     for line in traces.read_text().splitlines():
@@ -80,7 +74,7 @@ def _codex(project: Path, tmp_path: Path, matcher: str) -> tuple[Any, Path]:
     traces = _install("codex", project, tmp_path, matcher)
     home = tmp_path / "home"
     codex_config(home, trusted=project)  # what `otelhooks codex install` says Codex needs
-    run = run_codex(project, home, STEPS, extra_env=_bridge_env(tmp_path))
+    run = run_codex(project, home, STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     return run, traces
 
@@ -88,7 +82,7 @@ def _codex(project: Path, tmp_path: Path, matcher: str) -> tuple[Any, Path]:
 def _gemini(project: Path, tmp_path: Path, matcher: str) -> tuple[Any, Path]:
     need_cli(GEMINI)
     traces = _install("gemini", project, tmp_path, matcher)
-    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_bridge_env(tmp_path))
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     return run, traces
 
@@ -181,7 +175,7 @@ def test_gemini_user_install_guards_a_project_with_no_hooks_of_its_own(
     change = install_agent("gemini", user=True, hooks_file=hooks)
     assert change.path == home / ".gemini" / "settings.json"
     assert not (project / ".gemini").exists()
-    run = run_gemini(project, home, STEPS, extra_env=_bridge_env(tmp_path))
+    run = run_gemini(project, home, STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     assert "deleting is not allowed here" in _gemini_response(run)

@@ -18,15 +18,20 @@ from typing import Any
 
 import pytest
 
-from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._guarded import (
+    KINDS,
+    PATCH,
+    bridge_answer,
+    patch_under_codex,
+    tool_guard,
+)
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
     GEMINI,
-    codex_config,
+    bridge_env,
     need_cli,
-    run_codex,
     run_gemini,
     skip_reason,
 )
@@ -34,27 +39,7 @@ from tests.coding_agents_cli._runs import (
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
 HERE = Path(__file__).parent
-KINDS = HERE / "captured" / "kinds"
 MCP_SERVER = HERE.parent / "mcp" / "mcp_server_app.py"
-PATCH = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-alpha\n+ALPHA\n beta\n*** End Patch\n"
-
-
-def _guard(matcher: str) -> str:
-    return (
-        "hooks:\n  - id: guard\n    type: PreToolUse\n"
-        f"    matcher: {json.dumps(matcher)}\n"
-        "    command: \"echo 'not this tool' >&2; exit 2\"\n"
-    )
-
-
-def _answer(tmp_path: Path, dialect: str, matcher: str, event: dict[str, Any]) -> str:
-    (tmp_path / "hooks.yaml").write_text(_guard(matcher))
-    options = BridgeOptions(
-        hooks=(str(tmp_path / "hooks.yaml"),),
-        state=str(tmp_path / "state.sqlite3"),
-        dialect=dialect,
-    )
-    return run_hook(json.dumps(event), options, environ={}).stdout
 
 
 def _gemini_mcp_call() -> dict[str, Any]:
@@ -71,13 +56,13 @@ def test_codex_apply_patch_is_matched_by_the_names_codex_matches_it_by(
     tmp_path: Path, matcher: str
 ) -> None:
     event = json.loads((KINDS / "codex-0.171.0-file_edit-PreToolUse.json").read_text())
-    answer = json.loads(_answer(tmp_path, "codex", matcher, event))
+    answer = json.loads(bridge_answer(tmp_path, "codex", tool_guard(matcher), event))
     assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 def test_codex_aliases_are_apply_patchs_only(tmp_path: Path) -> None:
     event = json.loads((KINDS / "codex-0.171.0-shell-PreToolUse.json").read_text())
-    assert _answer(tmp_path, "codex", "Edit|Write", event) == ""
+    assert bridge_answer(tmp_path, "codex", tool_guard("Edit|Write"), event) == ""
 
 
 @pytest.mark.parametrize(
@@ -87,28 +72,16 @@ def test_codex_aliases_are_apply_patchs_only(tmp_path: Path) -> None:
 def test_gemini_mcp_tool_is_matched_by_its_gemini_name_too(
     tmp_path: Path, matcher: str, denied: bool
 ) -> None:
-    answer = _answer(tmp_path, "gemini", matcher, _gemini_mcp_call())
+    answer = bridge_answer(tmp_path, "gemini", tool_guard(matcher), _gemini_mcp_call())
     assert (json.loads(answer)["decision"] == "deny") if denied else answer == ""
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
 
 
 def test_the_real_codex_cli_is_kept_from_patching_by_an_edit_write_guard(
     project: Path, tmp_path: Path
 ) -> None:
     need_cli(CODEX)
-    (project / "notes.txt").write_text("alpha\nbeta\n")
-    (project / "hooks.yaml").write_text(_guard("Edit|Write"))
-    install_agent("codex", project=project, hooks_file="hooks.yaml")
-    home = tmp_path / "home"
-    codex_config(home, trusted=project)
     steps = [{"id": "call_patch", "tool": "apply_patch", "text": PATCH}]
-    run = run_codex(project, home, steps, extra_env=_env(tmp_path))
+    run = patch_under_codex(project, tmp_path, "Edit|Write", steps)
     assert run.returncode == 0, skip_reason(run)
     assert (project / "notes.txt").read_text() == "alpha\nbeta\n"
     assert "not this tool" in json.dumps(run.requests[-1]["input"])  # apply_patch's own output
@@ -118,7 +91,7 @@ def test_the_real_gemini_cli_is_kept_from_an_mcp_tool_by_a_guard_on_its_gemini_n
     project: Path, tmp_path: Path
 ) -> None:
     need_cli(GEMINI)
-    (project / "hooks.yaml").write_text(_guard("mcp_testsrv_write_note"))
+    (project / "hooks.yaml").write_text(tool_guard("mcp_testsrv_write_note"))
     install_agent("gemini", project=project, hooks_file="hooks.yaml")
     log = tmp_path / "mcp-calls.jsonl"
     server = {
@@ -132,7 +105,7 @@ def test_the_real_gemini_cli_is_kept_from_an_mcp_tool_by_a_guard_on_its_gemini_n
         project,
         tmp_path / "home",
         steps,
-        extra_env=_env(tmp_path),
+        extra_env=bridge_env(tmp_path),
         settings={"mcpServers": {"testsrv": server}},
     )
     assert run.returncode == 0, skip_reason(run)

@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._guarded import RM_GUARD
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
     GEMINI,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -28,14 +30,6 @@ from tests.coding_agents_cli._runs import (
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
-GUARD = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: "@shell"
-    command: >-
-      case "$HOOK_TOOL_INPUT" in *'rm -r'*) echo 'deleting is not allowed here' >&2; exit 2;; esac
-"""
 STEPS = [("call_echo", "echo hi")]
 # each CLI's rewrite of the shell command, as its own reference words it
 REWRITES = {
@@ -48,13 +42,6 @@ REWRITES = {
     },
     "gemini": {"hookSpecificOutput": {"tool_input": {"command": "rm -r victim"}}},
 }
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
 
 
 def _helper(dialect: str, tmp_path: Path) -> str:
@@ -75,7 +62,7 @@ def _with_neighbour(dialect: str, project: Path, tmp_path: Path) -> Path:
         hooks = {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [handler]}]}
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"hooks": hooks}, indent=2) + "\n")
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(RM_GUARD)
     return path
 
 
@@ -98,7 +85,7 @@ def test_install_names_another_hook_of_the_guards_event(
 def test_install_says_nothing_of_neighbours_when_there_are_none(
     dialect: str, project: Path
 ) -> None:
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(RM_GUARD)
     change = install_agent(dialect, project=project, hooks_file="hooks.yaml")
     assert not [w for w in change.warnings if "beside the guard" in w]
 
@@ -111,7 +98,7 @@ def test_a_neighbours_rewrite_runs_past_the_guard_in_the_real_codex_cli(
     install_agent("codex", project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
     codex_config(home, trusted=project)
-    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    run = run_codex(project, home, STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert not (project / "victim").exists()
 
@@ -122,7 +109,7 @@ def test_a_neighbours_rewrite_runs_past_the_guard_in_the_real_gemini_cli(
     need_cli(GEMINI)
     _with_neighbour("gemini", project, tmp_path)
     install_agent("gemini", project=project, hooks_file="hooks.yaml")
-    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert not (project / "victim").exists()
 
@@ -135,11 +122,11 @@ def test_the_helper_in_the_otelhooks_file_has_its_rewrite_denied_in_the_real_cod
         "hooks:\n  - id: helper\n    type: PreToolUse\n    matcher: Bash\n"
         f"    command: {json.dumps(_helper('codex', tmp_path))}\n"
     )
-    (project / "hooks.yaml").write_text(helper + GUARD.removeprefix("hooks:\n"))
+    (project / "hooks.yaml").write_text(helper + RM_GUARD.removeprefix("hooks:\n"))
     install_agent("codex", project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
     codex_config(home, trusted=project)
-    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    run = run_codex(project, home, STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     assert "deleting is not allowed here" in run.told(), skip_reason(run)

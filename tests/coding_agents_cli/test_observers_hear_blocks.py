@@ -21,6 +21,7 @@ from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
     CODEX,
     GEMINI,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -66,10 +67,7 @@ def _heard(dialect: str, project: Path, tmp_path: Path) -> tuple[list[dict[str, 
     (project / "hooks.yaml").write_text(HOOKS)
     install_agent(dialect, project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
-    env = {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
+    env = bridge_env(tmp_path)
     if dialect == "codex":
         codex_config(home, trusted=project)
         run = run_codex(project, home, STEPS, extra_env=env)
@@ -119,10 +117,7 @@ def test_an_observer_of_a_gemini_tool_that_failed_hears_the_failure(
     (project / "hooks.yaml").write_text(FAILED_FETCH)
     traces = tmp_path / "traces.jsonl"
     install_agent("gemini", project=project, hooks_file="hooks.yaml", traces_out=str(traces))
-    env = {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
+    env = bridge_env(tmp_path)
     fetch = {"id": "call_fetch", "tool": "web_fetch"}
     fetch["args"] = {"prompt": "Summarise http://127.0.0.1:9/page"}
     run = run_gemini(project, tmp_path / "home", [fetch], extra_env=env, timeout_s=180)

@@ -17,6 +17,7 @@ from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
     GEMINI,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -43,19 +44,12 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
-
-
 def test_codex_prompt_guard_blocks_the_turn(project: Path, tmp_path: Path) -> None:
     need_cli(CODEX)
     install_agent("codex", project=project, hooks_file=project / "hooks.yaml")
     home = tmp_path / "home"
     codex_config(home, trusted=project)
-    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    run = run_codex(project, home, STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert run.requests == []
     assert (project / "victim").exists()
@@ -66,7 +60,7 @@ def test_gemini_before_agent_guard_blocks_the_turn_with_its_reason(
 ) -> None:
     need_cli(GEMINI)
     install_agent("gemini", project=project, hooks_file=project / "hooks.yaml")
-    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert run.requests == []
     assert (project / "victim").exists()

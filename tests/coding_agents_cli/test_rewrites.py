@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._guarded import rewrite_guard
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
@@ -28,26 +29,11 @@ from tests.coding_agents_cli._runs import (
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
-_ANSWER = {
-    "hookSpecificOutput": {
-        "hookEventName": "PreToolUse",
-        "permissionDecision": "{decision}",
-        "updatedInput": {"command": "echo rewritten > note.txt"},
-    }
-}
-GUARD = """\
-hooks:
-  - id: safer
-    type: PreToolUse
-    matcher: "@shell"
-    command: "echo '{answer}'"
-"""
 STEPS = [("call_rm", "rm -r victim")]
 
 
 def _install(dialect: str, project: Path, decision: str) -> None:
-    answer = json.dumps(_ANSWER).replace("{decision}", decision)
-    (project / "hooks.yaml").write_text(GUARD.format(answer=answer.replace('"', '\\"')))
+    (project / "hooks.yaml").write_text(rewrite_guard(decision))
     install_agent(dialect, project=project, hooks_file="hooks.yaml")
 
 

@@ -23,6 +23,7 @@ from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
     GEMINI,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -115,10 +116,7 @@ def test_the_real_cli_shows_its_model_the_redacted_output(
     install_agent(dialect, project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
     steps = [("call_cat", "cat secret.txt")]
-    env = {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
+    env = bridge_env(tmp_path)
     if dialect == "codex":
         codex_config(home, trusted=project)
         run = run_codex(project, home, steps, extra_env=env)

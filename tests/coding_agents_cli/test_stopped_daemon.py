@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._guarded import RM_GUARD
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
@@ -32,15 +33,6 @@ from tests.integrations._daemon_procs import daemon_pid, until_gone
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
-GUARD = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: "@shell"
-    command: >-
-      case "$HOOK_TOOL_INPUT" in *'rm -r'*)
-      echo 'deleting is not allowed here' >&2; exit 2;; esac
-"""
 TOUCH = [("call_touch", "touch started")]
 RM = [("call_rm", "rm -r victim")]
 # The client's fallback is the same with and without --fail-closed (both are run with real
@@ -57,7 +49,7 @@ def _env(tmp_path: Path, runtime_dir: Path) -> dict[str, str]:
 
 
 def _install(dialect: str, project: Path) -> None:
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(RM_GUARD)
     install_agent(dialect, project=project, hooks_file="hooks.yaml")
 
 

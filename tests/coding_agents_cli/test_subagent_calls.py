@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._guarded import RM_GUARD
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
     GEMINI,
+    bridge_env,
     codex_config,
     need_cli,
     run_codex,
@@ -29,28 +31,12 @@ from tests.coding_agents_cli._runs import (
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
 
-GUARD = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: "@shell"
-    command: >-
-      case "$HOOK_TOOL_INPUT" in *'rm -r'*)
-      echo 'deleting is not allowed here' >&2; exit 2;; esac
-"""
 SUB_RM = {"id": "call_sub_rm", "command": "rm -r victim", "subagent": True}
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
 
 
 def test_a_codex_sub_agents_call_is_denied(project: Path, tmp_path: Path) -> None:
     need_cli(CODEX)
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(RM_GUARD)
     install_agent("codex", project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
     config = codex_config(home, trusted=project) / "config.toml"
@@ -63,7 +49,7 @@ def test_a_codex_sub_agents_call_is_denied(project: Path, tmp_path: Path) -> Non
         {"id": "call_wait", "tool": "wait_agent", "args": {}, "namespace": "collaboration"},
         SUB_RM,
     ]
-    run = run_codex(project, home, steps, extra_env=_env(tmp_path))
+    run = run_codex(project, home, steps, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     asked = [r for r in run.requests if "call_sub_rm" in json.dumps(r.get("input"))]
@@ -73,11 +59,11 @@ def test_a_codex_sub_agents_call_is_denied(project: Path, tmp_path: Path) -> Non
 
 def test_a_gemini_sub_agents_call_is_denied(project: Path, tmp_path: Path) -> None:
     need_cli(GEMINI)
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(RM_GUARD)
     install_agent("gemini", project=project, hooks_file="hooks.yaml")
     invoke = {"agent_name": "generalist", "prompt": "clean the victim folder"}
     steps = [{"id": "call_agent", "tool": "invoke_agent", "args": invoke}, SUB_RM]
-    run = run_gemini(project, tmp_path / "home", steps, extra_env=_env(tmp_path))
+    run = run_gemini(project, tmp_path / "home", steps, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     subs = [r for r in run.requests if "complete_task" in json.dumps(r.get("tools"))]

@@ -19,49 +19,26 @@ from typing import Any
 
 import pytest
 
-from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._guarded import (
+    HEREDOC,
+    KINDS,
+    PATCH,
+    bridge_answer,
+    patch_under_codex,
+    tool_guard,
+)
 from tests.coding_agents_cli._runs import (
     CLI_TEST_S,
     CODEX,
     GEMINI,
-    codex_config,
+    bridge_env,
     need_cli,
-    run_codex,
     run_gemini,
     skip_reason,
 )
 
 pytestmark = pytest.mark.timeout(CLI_TEST_S)
-
-KINDS = Path(__file__).parent / "captured" / "kinds"
-PATCH = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-alpha\n+ALPHA\n beta\n*** End Patch\n"
-HEREDOC = f"apply_patch <<'EOF'\n{PATCH}EOF\n"
-
-
-def _guard(matcher: str) -> str:
-    return (
-        "hooks:\n  - id: guard\n    type: PreToolUse\n"
-        f"    matcher: {json.dumps(matcher)}\n"
-        "    command: \"echo 'not this tool' >&2; exit 2\"\n"
-    )
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
-
-
-def _answer(tmp_path: Path, dialect: str, matcher: str, event: dict[str, Any]) -> str:
-    (tmp_path / "hooks.yaml").write_text(_guard(matcher))
-    options = BridgeOptions(
-        hooks=(str(tmp_path / "hooks.yaml"),),
-        state=str(tmp_path / "state.sqlite3"),
-        dialect=dialect,
-    )
-    return run_hook(json.dumps(event), options, environ={}).stdout
 
 
 def _codex_bash(command: str) -> dict[str, Any]:
@@ -86,7 +63,7 @@ def _codex_bash(command: str) -> dict[str, Any]:
 def test_a_codex_shell_command_that_runs_the_patcher_meets_a_patch_guard(
     tmp_path: Path, command: str, patches: bool
 ) -> None:
-    answer = _answer(tmp_path, "codex", "Edit|Write", _codex_bash(command))
+    answer = bridge_answer(tmp_path, "codex", tool_guard("Edit|Write"), _codex_bash(command))
     if patches:
         assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "deny"
     else:
@@ -97,7 +74,7 @@ def test_a_codex_shell_command_that_runs_the_patcher_meets_a_patch_guard(
 def test_a_codex_patch_through_the_shell_meets_the_patch_and_the_shell_guards(
     tmp_path: Path, matcher: str
 ) -> None:
-    answer = json.loads(_answer(tmp_path, "codex", matcher, _codex_bash(HEREDOC)))
+    answer = json.loads(bridge_answer(tmp_path, "codex", tool_guard(matcher), _codex_bash(HEREDOC)))
     assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
@@ -105,12 +82,7 @@ def test_the_real_codex_cli_is_kept_from_a_patch_run_through_its_shell(
     project: Path, tmp_path: Path
 ) -> None:
     need_cli(CODEX)
-    (project / "notes.txt").write_text("alpha\nbeta\n")
-    (project / "hooks.yaml").write_text(_guard("Edit|Write"))
-    install_agent("codex", project=project, hooks_file="hooks.yaml")
-    home = tmp_path / "home"
-    codex_config(home, trusted=project)
-    run = run_codex(project, home, [("call_patch", HEREDOC)], extra_env=_env(tmp_path))
+    run = patch_under_codex(project, tmp_path, "Edit|Write", [("call_patch", HEREDOC)])
     assert run.returncode == 0, skip_reason(run)
     assert (project / "notes.txt").read_text() == "alpha\nbeta\n"
     assert "not this tool" in run.told(), skip_reason(run)
@@ -123,17 +95,18 @@ def test_a_gemini_tool_asked_for_by_either_name_meets_a_guard_on_either(
     event = json.loads((KINDS / "gemini-0.61.0-shell-BeforeTool.json").read_text())
     for name in ("search_file_content", "grep_search"):
         event = {**event, "tool_name": name, "tool_input": {"pattern": "precious"}}
-        assert json.loads(_answer(tmp_path, "gemini", matcher, event))["decision"] == "deny"
+        answer = bridge_answer(tmp_path, "gemini", tool_guard(matcher), event)
+        assert json.loads(answer)["decision"] == "deny"
 
 
 def test_the_real_gemini_cli_is_kept_from_grep_search_asked_for_by_its_former_name(
     project: Path, tmp_path: Path
 ) -> None:
     need_cli(GEMINI)
-    (project / "hooks.yaml").write_text(_guard("grep_search"))
+    (project / "hooks.yaml").write_text(tool_guard("grep_search"))
     install_agent("gemini", project=project, hooks_file="hooks.yaml")
     steps = [{"id": "call_grep", "tool": "search_file_content", "args": {"pattern": "precious"}}]
-    run = run_gemini(project, tmp_path / "home", steps, extra_env=_env(tmp_path))
+    run = run_gemini(project, tmp_path / "home", steps, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     told = run.told()
     assert "not this tool" in told, skip_reason(run)

@@ -13,7 +13,7 @@ from otelhooks._store._errors import StoreBusy, StoreError, StoreUnavailable
 from otelhooks._store._open import STORE_ENV, open_store
 from otelhooks._store._pg_schema import SCHEMA_VERSION
 from otelhooks._store._postgres import PostgresStore
-from tests._realparts import free_port
+from tests._realparts import reserved_port
 
 
 def _migrate_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -81,11 +81,12 @@ def test_a_newer_schema_is_refused_naming_the_store(pg_url: str) -> None:
 
 
 def test_an_unreachable_store_is_unavailable_and_named_without_its_password() -> None:
-    url = f"postgresql://fleet:hunter2@127.0.0.1:{free_port()}/nowhere"
-    with pytest.raises(StoreUnavailable) as caught:
-        open_store(url)
-    assert "postgresql://fleet@127.0.0.1" in str(caught.value)
-    assert "hunter2" not in str(caught.value)
+    with reserved_port() as dead_port:
+        url = f"postgresql://fleet:hunter2@127.0.0.1:{dead_port}/nowhere"
+        with pytest.raises(StoreUnavailable) as caught:
+            open_store(url)
+        assert "postgresql://fleet@127.0.0.1" in str(caught.value)
+        assert "hunter2" not in str(caught.value)
 
 
 def test_an_unknown_store_scheme_is_refused() -> None:
@@ -220,15 +221,16 @@ def test_a_pool_all_in_use_is_busy_and_a_pool_that_cannot_connect_is_unavailable
         assert sessions.spend_of("s2").calls == 0  # the store is still asked: it answers
     finally:
         store.close()
-    dead = pg_url.rsplit(":", 1)[0] + f":{free_port()}/nobody"  # nothing listens there
-    store = PostgresStore(dead, max_connections=2, pool_timeout_s=0.3)
-    try:
-        with pytest.raises(StoreUnavailable, match="no connection") as down:
-            store.statement(b"SELECT 1")
-        assert not isinstance(down.value, StoreBusy)
-        assert error_reason(down.value) == "store_unavailable"
-    finally:
-        store.close()
+    with reserved_port() as dead_port:
+        dead = pg_url.rsplit(":", 1)[0] + f":{dead_port}/nobody"  # nothing listens there
+        store = PostgresStore(dead, max_connections=2, pool_timeout_s=0.3)
+        try:
+            with pytest.raises(StoreUnavailable, match="no connection") as down:
+                store.statement(b"SELECT 1")
+            assert not isinstance(down.value, StoreBusy)
+            assert error_reason(down.value) == "store_unavailable"
+        finally:
+            store.close()
 
 
 def test_a_transaction_passes_over_every_pooled_connection_the_server_dropped(

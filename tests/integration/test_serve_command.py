@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otelhooks import EventLogClient, EventRecord, OtlpJsonLinesSpanExporter
 from otelhooks.testing import pipeline
-from tests._realparts import free_port, wait_for_port
+from tests._realparts import serve_url
 
 TOKEN = "serve-command-token"
 
@@ -58,13 +58,13 @@ def hook_files(tmp_path: Path) -> list[str]:
 
 
 @pytest.fixture
-def server(hook_files: list[str]) -> Iterator[tuple[subprocess.Popen[str], int]]:
-    port = free_port()
+def server(hook_files: list[str]) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
+    """``otelhooks serve --port 0``: the process, its port and what it printed up to saying so."""
     args = [a for f in hook_files for a in ("--hooks", f)]
-    proc = start(*args, "--port", str(port), env={"OTELHOOKS_ADMIN_TOKEN": TOKEN})
+    proc = start(*args, "--port", "0", env={"OTELHOOKS_ADMIN_TOKEN": TOKEN})
     try:
-        wait_for_port(port, 60)
-        yield proc, port
+        url, said = serve_url(proc)
+        yield proc, int(url.rsplit(":", 1)[1]), said
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -72,9 +72,9 @@ def server(hook_files: list[str]) -> Iterator[tuple[subprocess.Popen[str], int]]
 
 
 def test_serve_receives_otlp_and_serves_the_log_then_stops_cleanly(
-    server: tuple[subprocess.Popen[str], int], tmp_path: Path
+    server: tuple[subprocess.Popen[str], int, str], tmp_path: Path
 ) -> None:
-    proc, port = server
+    proc, port, said = server
     url = f"http://127.0.0.1:{port}"
     exporter = OtlpJsonLinesSpanExporter(tmp_path / "spans.jsonl")
     exporter.export(agent_spans())  # the body: one line of OTLP JSON
@@ -99,6 +99,7 @@ def test_serve_receives_otlp_and_serves_the_log_then_stops_cleanly(
 
     proc.send_signal(signal.SIGTERM)
     output, _ = proc.communicate(timeout=20)
+    output = said + output
     assert proc.returncode == 0, output
     assert f"listening on {url}" in output
     assert "intercept hooks cannot act" in output
@@ -109,7 +110,7 @@ def test_serve_receives_otlp_and_serves_the_log_then_stops_cleanly(
 
 
 def test_serve_without_an_admin_token_exits_with_a_message() -> None:
-    proc = start("--port", str(free_port()))
+    proc = start("--port", "0")
     output, _ = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert "OTELHOOKS_ADMIN_TOKEN" in output

@@ -22,6 +22,7 @@ from opentelemetry import propagate
 from opentelemetry.propagators.composite import CompositePropagator
 
 from otelhooks import read_otlp_json_lines
+from tests._realparts import reserved_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_APP = Path(__file__).with_name("mcp_server_app.py")
@@ -55,13 +56,6 @@ def redact(data):
 """
 # what a raw HTTP client sends with each POST
 SSE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def env(log: Path) -> dict[str, str]:
@@ -163,22 +157,22 @@ def http_gateway(
     and ``otelhooks mcp --listen --upstream`` in front of it (or the script ``gateway``, run as
     ``gateway http PORT UPSTREAM``); yields the gateway's URL. Spans are in
     ``tmp/traces.jsonl`` once this exits."""
-    server_port, gateway_port = free_port(), free_port()
-    log = tmp / "calls.jsonl"
-    upstream = f"http://127.0.0.1:{server_port}/mcp"
-    with process([str(app), *app_args, str(server_port)], log, server_port):
-        if gateway is not None:
-            args = [str(gateway), "http", str(gateway_port), upstream]
-        else:
-            args = [
-                *gateway_args(hooks, tmp / "traces.jsonl", extra),
-                "--listen",
-                f"127.0.0.1:{gateway_port}",
-                "--upstream",
-                upstream,
-            ]
-        with process(args, log, gateway_port):
-            yield f"http://127.0.0.1:{gateway_port}/mcp"
+    with reserved_port() as server_port, reserved_port() as gateway_port:
+        log = tmp / "calls.jsonl"
+        upstream = f"http://127.0.0.1:{server_port}/mcp"
+        with process([str(app), *app_args, str(server_port)], log, server_port):
+            if gateway is not None:
+                args = [str(gateway), "http", str(gateway_port), upstream]
+            else:
+                args = [
+                    *gateway_args(hooks, tmp / "traces.jsonl", extra),
+                    "--listen",
+                    f"127.0.0.1:{gateway_port}",
+                    "--upstream",
+                    upstream,
+                ]
+            with process(args, log, gateway_port):
+                yield f"http://127.0.0.1:{gateway_port}/mcp"
 
 
 @asynccontextmanager

@@ -21,13 +21,13 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests._realparts import reserved_port
 from tests.mcp._harness import (
     DENY_NOTES,
     DENY_SCRIPT,
     REDACT_SCRIPT,
     SSE,
     calls,
-    free_port,
     gateway_args,
     http_gateway,
     http_session,
@@ -54,18 +54,18 @@ def batch_processes(
 ) -> Iterator[tuple[str, Any]]:
     """The gateway's URL in front of the upstream server, and the upstream server's process."""
     hooks = write_hooks(tmp_path, hooks_yaml, script)
-    server_port, gateway_port = free_port(), free_port()
-    log = tmp_path / "calls.jsonl"
-    with process([str(SERVER), str(server_port)], log, server_port) as server:
-        args = [
-            *gateway_args([hooks], tmp_path / "traces.jsonl"),
-            "--listen",
-            f"127.0.0.1:{gateway_port}",
-            "--upstream",
-            f"http://127.0.0.1:{server_port}/mcp",
-        ]
-        with process(args, log, gateway_port):
-            yield f"http://127.0.0.1:{gateway_port}", server
+    with reserved_port() as server_port, reserved_port() as gateway_port:
+        log = tmp_path / "calls.jsonl"
+        with process([str(SERVER), str(server_port)], log, server_port) as server:
+            args = [
+                *gateway_args([hooks], tmp_path / "traces.jsonl"),
+                "--listen",
+                f"127.0.0.1:{gateway_port}",
+                "--upstream",
+                f"http://127.0.0.1:{server_port}/mcp",
+            ]
+            with process(args, log, gateway_port):
+                yield f"http://127.0.0.1:{gateway_port}", server
 
 
 @contextmanager

@@ -11,6 +11,7 @@ import asyncio
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -37,6 +38,7 @@ from otelhooks import AgentMetrics, HooksEngine
 from otelhooks.mcp import McpGateway, McpHttpProxy
 from otelhooks.mcp._sse import EventTooLarge, events
 from otelhooks.testing import metric_total
+from tests._realparts import reserved_port
 from tests.mcp._harness import (
     DENY_NOTES,
     DENY_SCRIPT,
@@ -45,7 +47,6 @@ from tests.mcp._harness import (
     SERVER_APP,
     SSE,
     calls,
-    free_port,
     gateway_args,
     http_gateway,
     open_session,
@@ -127,31 +128,31 @@ def test_a_streamed_body_past_the_limit_gets_413_and_memory_stays_bounded(
 ) -> None:
     from otelhooks.mcp._http import MAX_BODY_BYTES
 
-    server_port, gateway_port = free_port(), free_port()
-    log = tmp_path / "calls.jsonl"
-    args = ["-m", "otelhooks", "mcp", "--listen", f"127.0.0.1:{gateway_port}"]
-    args += ["--upstream", f"http://127.0.0.1:{server_port}/mcp"]
-    with process(args, log, gateway_port) as proc:
-        before = _vm_hwm_kib(proc.pid)
-        sent = 0
-        conn = http.client.HTTPConnection("127.0.0.1", gateway_port, timeout=30)
-        conn.putrequest("POST", "/mcp")
-        conn.putheader("content-type", "application/json")
-        conn.putheader("transfer-encoding", "chunked")
-        conn.endheaders()
-        chunk = b"x" * (1 << 20)
-        try:
-            while sent < 3 * MAX_BODY_BYTES:  # 192 MiB offered, chunked (no length announced)
-                conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                sent += len(chunk)
-        except OSError:
-            pass  # the gateway stopped reading and closed: what a bound looks like
-        answer = conn.getresponse()
-        assert answer.status == 413
-        conn.close()
-        grown_mib = (_vm_hwm_kib(proc.pid) - before) / 1024
-    # at most the limit held once, plus its joining copy: never the whole offer
-    assert grown_mib < 2.5 * MAX_BODY_BYTES / (1 << 20), grown_mib
+    with reserved_port() as server_port, reserved_port() as gateway_port:
+        log = tmp_path / "calls.jsonl"
+        args = ["-m", "otelhooks", "mcp", "--listen", f"127.0.0.1:{gateway_port}"]
+        args += ["--upstream", f"http://127.0.0.1:{server_port}/mcp"]
+        with process(args, log, gateway_port) as proc:
+            before = _vm_hwm_kib(proc.pid)
+            sent = 0
+            conn = http.client.HTTPConnection("127.0.0.1", gateway_port, timeout=30)
+            conn.putrequest("POST", "/mcp")
+            conn.putheader("content-type", "application/json")
+            conn.putheader("transfer-encoding", "chunked")
+            conn.endheaders()
+            chunk = b"x" * (1 << 20)
+            try:
+                while sent < 3 * MAX_BODY_BYTES:  # 192 MiB offered, chunked (no length announced)
+                    conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    sent += len(chunk)
+            except OSError:
+                pass  # the gateway stopped reading and closed: what a bound looks like
+            answer = conn.getresponse()
+            assert answer.status == 413
+            conn.close()
+            grown_mib = (_vm_hwm_kib(proc.pid) - before) / 1024
+        # at most the limit held once, plus its joining copy: never the whole offer
+        assert grown_mib < 2.5 * MAX_BODY_BYTES / (1 << 20), grown_mib
 
 
 def test_the_cli_refuses_a_non_loopback_address_without_a_token(tmp_path: Path) -> None:
@@ -177,18 +178,18 @@ def in_process_proxy(
     hooks: HooksEngine | None = None,
     **options: Any,
 ) -> Iterator[tuple[str, McpHttpProxy]]:
-    server_port, port = free_port(), free_port()
-    with process(
-        [str(SERVER_APP), "http", str(server_port)], tmp_path / "calls.jsonl", server_port
+    with (
+        reserved_port() as server_port,
+        process([str(SERVER_APP), "http", str(server_port)], tmp_path / "calls.jsonl", server_port),
+        socket.create_server(("127.0.0.1", 0)) as listening,  # ours: bound here, port read back
     ):
+        port = listening.getsockname()[1]
         engine = hooks or HooksEngine(metrics=metrics)
         gateway = McpGateway(engine, NoOpTracer(), transport="tcp")
         proxy = McpHttpProxy(gateway, f"http://127.0.0.1:{server_port}/mcp", **options)
-        config = uvicorn.Config(
-            proxy, host="127.0.0.1", port=port, log_level="warning", lifespan="off"
-        )
+        config = uvicorn.Config(proxy, log_level="warning", lifespan="off")
         server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, daemon=True)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
         thread.start()
         deadline = time.monotonic() + 20
         while not server.started and time.monotonic() < deadline:
@@ -338,21 +339,22 @@ def test_an_echoed_header_token_never_reaches_the_traces_file_which_is_private(
 ) -> None:
     secret = "upstream-s3cret-" + uuid.uuid4().hex
     monkeypatch.setenv("UP_TOKEN", secret)
-    port = free_port()
-    traces = tmp_path / "traces.jsonl"
-    with echoing_upstream() as upstream:
-        args = ["-m", "otelhooks", "mcp", "--traces-out", str(traces)]
-        args += ["--listen", f"127.0.0.1:{port}", "--upstream", upstream]
-        args += ["--header", "Authorization: Bearer ${UP_TOKEN}", "--allowed-env-var", "UP_TOKEN"]
-        with process(args, tmp_path / "calls.jsonl", port), httpx.Client(timeout=30) as client:
-            call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}}
-            answer = client.post(f"http://127.0.0.1:{port}/mcp", json=call, headers=ACCEPT)
-            assert secret in answer.text  # the client gets the server's answer as it was
-    text = traces.read_text()
-    assert "tools/call x" in text
-    assert secret not in text
-    assert "[REDACTED]" in text
-    assert traces.stat().st_mode & 0o777 == 0o600
+    with reserved_port() as port:
+        traces = tmp_path / "traces.jsonl"
+        with echoing_upstream() as upstream:
+            args = ["-m", "otelhooks", "mcp", "--traces-out", str(traces)]
+            args += ["--listen", f"127.0.0.1:{port}", "--upstream", upstream]
+            args += ["--header", "Authorization: Bearer ${UP_TOKEN}"]
+            args += ["--allowed-env-var", "UP_TOKEN"]
+            with process(args, tmp_path / "calls.jsonl", port), httpx.Client(timeout=30) as client:
+                call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}}
+                answer = client.post(f"http://127.0.0.1:{port}/mcp", json=call, headers=ACCEPT)
+                assert secret in answer.text  # the client gets the server's answer as it was
+        text = traces.read_text()
+        assert "tools/call x" in text
+        assert secret not in text
+        assert "[REDACTED]" in text
+        assert traces.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_restarted_gateway_refuses_a_call_it_cannot_judge_until_the_session_starts_again(
@@ -363,31 +365,31 @@ def test_a_restarted_gateway_refuses_a_call_it_cannot_judge_until_the_session_st
     server's name, and a ``testsrv/write_note`` guard would not match (the call ran). The call is
     refused instead, and once the client starts a session again the guard decides."""
     hooks = write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)
-    server_port, port = free_port(), free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    args = [
-        *gateway_args([hooks], tmp_path / "traces.jsonl"),
-        "--listen",
-        f"127.0.0.1:{port}",
-        "--upstream",
-        f"http://127.0.0.1:{server_port}/mcp",
-    ]
-    call = _note_call(5, b'{"text": "after the restart"}')
-    log = tmp_path / "calls.jsonl"
-    with (
-        process([str(SERVER_APP), "http", str(server_port)], log, server_port),
-        httpx.Client(timeout=30) as client,
-    ):
-        with process(args, log, port):
-            headers = {**open_session(client, url), "content-type": "application/json"}
-        with process(args, log, port):  # the same gateway, started again
-            refused = client.post(url, content=call, headers=headers).json()
-            again = {**open_session(client, url), "content-type": "application/json"}
-            denied = client.post(url, content=call, headers=again)
-    assert refused["error"]["code"] == -32600
-    assert "the server's name is not known yet" in refused["error"]["message"]
-    assert "notes are read-only here" in denied.text
-    assert calls(tmp_path) == []
+    with reserved_port() as server_port, reserved_port() as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        args = [
+            *gateway_args([hooks], tmp_path / "traces.jsonl"),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--upstream",
+            f"http://127.0.0.1:{server_port}/mcp",
+        ]
+        call = _note_call(5, b'{"text": "after the restart"}')
+        log = tmp_path / "calls.jsonl"
+        with (
+            process([str(SERVER_APP), "http", str(server_port)], log, server_port),
+            httpx.Client(timeout=30) as client,
+        ):
+            with process(args, log, port):
+                headers = {**open_session(client, url), "content-type": "application/json"}
+            with process(args, log, port):  # the same gateway, started again
+                refused = client.post(url, content=call, headers=headers).json()
+                again = {**open_session(client, url), "content-type": "application/json"}
+                denied = client.post(url, content=call, headers=again)
+        assert refused["error"]["code"] == -32600
+        assert "the server's name is not known yet" in refused["error"]["message"]
+        assert "notes are read-only here" in denied.text
+        assert calls(tmp_path) == []
 
 
 def test_a_page_using_dns_rebinding_calls_no_tool(gateway: tuple[str, Path]) -> None:

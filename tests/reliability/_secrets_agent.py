@@ -116,9 +116,7 @@ def main() -> int:
     # registry of its own, served on 127.0.0.1
     registry = CollectorRegistry()
     prometheus = PrometheusMetricReader(registry=registry)
-    page, page_thread = start_http_server(
-        settings["prometheus_port"], addr="127.0.0.1", registry=registry
-    )
+    page, page_thread = start_http_server(0, addr="127.0.0.1", registry=registry)
     oh = configure(
         service_name="reliability-secrets",
         traces_out=workdir / "traces.jsonl",
@@ -144,7 +142,7 @@ def main() -> int:
     (workdir / "outbox-pending.bin").write_bytes(files_bytes(workdir / "outbox.sqlite3"))
     assert oh.force_flush(30)
     (workdir / "prometheus.txt").write_text(
-        httpx.get(f"http://127.0.0.1:{settings['prometheus_port']}/metrics", timeout=10).text
+        httpx.get(f"http://127.0.0.1:{page.server_port}/metrics", timeout=10).text
     )
     with EventLogServer([events.log], token="reliability-admin") as server:
         answer = httpx.get(

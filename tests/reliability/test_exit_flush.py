@@ -27,7 +27,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 
 from otelhooks import read_otlp_json_lines
 from otelhooks._actions._outbox import Outbox
-from tests._realparts import free_port
+from tests._realparts import reserved_port
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.reliability._parts import RawOtlpSink, raw_otlp_sink
 
@@ -195,19 +195,19 @@ def exited_while_down(
 ) -> dict[str, Exited]:
     """Two agents exit at once: one whose collector and endpoints refuse connections, one
     whose collector and endpoints accept and never answer."""
-    dead = free_port()
-    started = {}
-    for kind, port in (("refusing", dead), ("silent", silent_port)):
-        workdir = tmp_path_factory.mktemp(f"exit-{kind}")
-        url = f"http://127.0.0.1:{port}"
-        started[kind] = (start_agent(workdir, url, url), workdir)
-    # Both exit side by side, each watched by its own thread.
-    with ThreadPoolExecutor(len(started)) as pool:
-        waits = {
-            kind: pool.submit(wait_for_exit, proc, workdir, SHUTDOWN_DEADLINE_S + 30)
-            for kind, (proc, workdir) in started.items()
-        }
-        return {kind: wait.result() for kind, wait in waits.items()}
+    with reserved_port() as dead:
+        started = {}
+        for kind, port in (("refusing", dead), ("silent", silent_port)):
+            workdir = tmp_path_factory.mktemp(f"exit-{kind}")
+            url = f"http://127.0.0.1:{port}"
+            started[kind] = (start_agent(workdir, url, url), workdir)
+        # Both exit side by side, each watched by its own thread.
+        with ThreadPoolExecutor(len(started)) as pool:
+            waits = {
+                kind: pool.submit(wait_for_exit, proc, workdir, SHUTDOWN_DEADLINE_S + 30)
+                for kind, (proc, workdir) in started.items()
+            }
+            return {kind: wait.result() for kind, wait in waits.items()}
 
 
 @pytest.mark.parametrize("kind", ["refusing", "silent"])

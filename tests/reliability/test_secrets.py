@@ -37,7 +37,6 @@ from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otelhooks import read_otlp_json_lines
-from tests._realparts import free_port
 from tests._webhook_server import Received, Reply, webhook_server
 from tests.reliability._parts import RawRequest, raw_otlp_sink
 
@@ -136,7 +135,6 @@ def run_agent(workdir: Path, *, capture: bool) -> AgentRun:
         settings = {
             "workdir": str(workdir),
             "webhook_url": server.url,
-            "prometheus_port": free_port(),
             "capture": capture,
             "arg_secret": arg_secret,
             "result_secret": result_secret,

@@ -35,7 +35,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import otelhooks
-from tests._realparts import free_port
 
 TOOL_CALLS = 4
 SPANS = 2 + TOOL_CALLS  # invoke_agent, step, one execute_tool per call
@@ -418,7 +417,7 @@ import otelhooks
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from prometheus_client import start_http_server
 
-start_http_server(int(sys.argv[1]), addr="127.0.0.1")
+server, _ = start_http_server(0, addr="127.0.0.1")  # its own port, said with "ready"
 oh = otelhooks.configure(
     service_name="prometheus", metric_readers=[PrometheusMetricReader()], set_global=False,
     structured_logging=False,
@@ -427,7 +426,7 @@ for name in ("add", "odd\\ud800name", "add"):
     with oh.operation("agent") as op, op.step() as step:
         step.run_tool("calc", name, {"a": 1}, lambda a: a)
 oh.metrics.flush()
-print("ready", flush=True)
+print("ready", server.server_port, flush=True)
 sys.stdin.read()  # until the test has scraped
 """
 
@@ -436,14 +435,14 @@ def test_a_tool_name_utf8_cannot_hold_leaves_the_prometheus_endpoint_whole() -> 
     # Before, one tool call whose name held a lone surrogate (a "\ud800" escape in the JSON a
     # model wrote) made every later scrape of the process a 500: every metric, the
     # application's own on the same registry, lost for the life of the process.
-    port = free_port()
     agent = subprocess.Popen(
-        [sys.executable, "-c", PROMETHEUS_AGENT, str(port)],
+        [sys.executable, "-c", PROMETHEUS_AGENT],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         assert agent.stdout is not None
-        assert agent.stdout.readline().strip() == "ready"
+        ready, port = agent.stdout.readline().split()
+        assert ready == "ready"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
             status, body = answer.status, answer.read().decode()
     finally:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._realparts import free_port
+from tests._realparts import reserved_port
 
 
 def demo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -48,12 +48,12 @@ def test_a_taken_port_is_refused_before_anything_is_touched(tmp_path: Path) -> N
 
 
 def test_without_linger_the_demo_serves_during_the_run_and_exits(tmp_path: Path) -> None:
-    port = free_port()
-    proc = demo("--prometheus-port", str(port), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert "63 spans exported to" in proc.stdout
-    with socket.socket() as probe:
-        assert probe.connect_ex(("127.0.0.1", port)) != 0  # the endpoint is gone
+    with reserved_port() as port:
+        proc = demo("--prometheus-port", str(port), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "63 spans exported to" in proc.stdout
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0  # the endpoint is gone
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -63,26 +63,34 @@ def test_a_signal_ends_the_linger_even_with_sigint_ignored_by_the_parent(
     # A shell that starts the demo in the background (or CI's runner) leaves SIGINT ignored, and
     # Python then never raises KeyboardInterrupt: Ctrl-C and SIGTERM must still end the wait.
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    port = str(free_port())
-    command = [sys.executable, "-m", "otelhooks", "demo", "--quiet", "--prometheus-port", port]
-    command += ["--linger", "120"]
-    proc = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=tmp_path,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 60
-    seen = b""
-    while b"serving metrics on" not in seen and time.monotonic() < deadline:
-        seen += proc.stderr.readline()  # the demo ran; it now lingers
-    assert b"serving metrics on" in seen
-    start = time.monotonic()
-    proc.send_signal(signum)
-    out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 0
-    assert time.monotonic() - start < 15  # ended the linger, not its 120 s
-    assert b"63 spans exported to" in out
+    with reserved_port() as port:
+        command = [
+            sys.executable,
+            "-m",
+            "otelhooks",
+            "demo",
+            "--quiet",
+            "--prometheus-port",
+            str(port),
+        ]
+        command += ["--linger", "120"]
+        proc = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=tmp_path,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )
+        assert proc.stderr is not None
+        deadline = time.monotonic() + 60
+        seen = b""
+        while b"serving metrics on" not in seen and time.monotonic() < deadline:
+            seen += proc.stderr.readline()  # the demo ran; it now lingers
+        assert b"serving metrics on" in seen
+        start = time.monotonic()
+        proc.send_signal(signum)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        assert time.monotonic() - start < 15  # ended the linger, not its 120 s
+        assert b"63 spans exported to" in out

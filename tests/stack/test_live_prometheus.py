@@ -40,7 +40,7 @@ from otelhooks._metrics import (
     DURATION_BUCKETS_S,
     INVOKE_AGENT_BUCKETS_S,
 )
-from tests._realparts import PrometheusApi, free_port, prometheus_server
+from tests._realparts import PrometheusApi, prometheus_server, reserved_port
 from tests.stack._stack import (
     RULE_FILES,
     Expression,
@@ -105,73 +105,81 @@ def epoch(rfc3339: str) -> float:
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveStack]:
     workdir = tmp_path_factory.mktemp("live-stack")
     (workdir / "hooks.yaml").write_text(HOOKS_YAML)
-    port_a, port_b = free_port(), free_port()
-    config = {
-        "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(path) for path in RULE_FILES],
-        "scrape_configs": [
-            {
-                "job_name": "otelhooks-demo",
-                "static_configs": [{"targets": [f"127.0.0.1:{port_a}", f"127.0.0.1:{port_b}"]}],
-            }
-        ],
-    }
-    with prometheus_server(config, workdir) as api:
-        demos = {
-            "A": start_demo(workdir, "A", port_a, "--hooks", str(workdir / "hooks.yaml")),
-            "B": start_demo(
-                workdir,
-                "B",
-                port_b,
-                OTEL_BSP_MAX_QUEUE_SIZE="1",
-                OTEL_BSP_MAX_EXPORT_BATCH_SIZE="1",
-            ),
+    with reserved_port() as port_a, reserved_port() as port_b:
+        config = {
+            "global": {
+                "scrape_interval": "1s",
+                "scrape_timeout": "1s",
+                "evaluation_interval": "1s",
+            },
+            "rule_files": [str(path) for path in RULE_FILES],
+            "scrape_configs": [
+                {
+                    "job_name": "otelhooks-demo",
+                    "static_configs": [{"targets": [f"127.0.0.1:{port_a}", f"127.0.0.1:{port_b}"]}],
+                }
+            ],
         }
-        try:
-            for name, proc in demos.items():
+        with prometheus_server(config, workdir) as api:
+            demos = {
+                "A": start_demo(workdir, "A", port_a, "--hooks", str(workdir / "hooks.yaml")),
+                "B": start_demo(
+                    workdir,
+                    "B",
+                    port_b,
+                    OTEL_BSP_MAX_QUEUE_SIZE="1",
+                    OTEL_BSP_MAX_EXPORT_BATCH_SIZE="1",
+                ),
+            }
+            try:
+                for name, proc in demos.items():
 
-                def serving(name: str = name, proc: subprocess.Popen[bytes] = proc) -> bool:
-                    assert proc.poll() is None, (workdir / f"{name}.err").read_text()
-                    return b"serving metrics on" in (workdir / f"{name}.err").read_bytes()
+                    def serving(name: str = name, proc: subprocess.Popen[bytes] = proc) -> bool:
+                        assert proc.poll() is None, (workdir / f"{name}.err").read_text()
+                        return b"serving metrics on" in (workdir / f"{name}.err").read_bytes()
 
-                wait_for(f"demo {name} serving its metrics", serving)
-            runs_done = time.time()
+                    wait_for(f"demo {name} serving its metrics", serving)
+                runs_done = time.time()
 
-            def scraped_twice_since() -> bool:
-                # rate() needs two samples; Prometheus starts scraping new targets only after
-                # its discovery throttle (5 s), so count the scrapes since the runs ended.
-                window = int(time.time() - runs_done)
-                if window < 1:
-                    return False
-                counts = api.query(f'count_over_time(up{{job="otelhooks-demo"}}[{window}s])')
-                up = api.query('up{job="otelhooks-demo"}')
-                return (
-                    len(counts) == 2
-                    and all(float(s["value"][1]) >= 2 for s in counts)
-                    and all(s["value"][1] == "1" for s in up)
+                def scraped_twice_since() -> bool:
+                    # rate() needs two samples; Prometheus starts scraping new targets only after
+                    # its discovery throttle (5 s), so count the scrapes since the runs ended.
+                    window = int(time.time() - runs_done)
+                    if window < 1:
+                        return False
+                    counts = api.query(f'count_over_time(up{{job="otelhooks-demo"}}[{window}s])')
+                    up = api.query('up{job="otelhooks-demo"}')
+                    return (
+                        len(counts) == 2
+                        and all(float(s["value"][1]) >= 2 for s in counts)
+                        and all(s["value"][1] == "1" for s in up)
+                    )
+
+                wait_for("two scrapes of each demo after its run", scraped_twice_since)
+                last_scrape = max(
+                    float(s["value"][1]) for s in api.query('timestamp(up{job="otelhooks-demo"})')
                 )
-
-            wait_for("two scrapes of each demo after its run", scraped_twice_since)
-            last_scrape = max(
-                float(s["value"][1]) for s in api.query('timestamp(up{job="otelhooks-demo"})')
-            )
-            wait_for(
-                "a rule evaluation after the last scrape",
-                lambda: all(epoch(g["lastEvaluation"]) > last_scrape for g in api.rule_groups()),
-            )
-            yield LiveStack(api, time.time(), read_otlp_json_lines(workdir / "A.jsonl"))
-        finally:
-            for proc in demos.values():
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGINT)  # ends --linger early; the demo exits 0
-            codes = {}
-            for name, proc in demos.items():
-                try:
-                    codes[name] = proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    codes[name] = proc.wait()
-    assert codes == {"A": 0, "B": 0}, [(workdir / f"{n}.err").read_text()[-2000:] for n in codes]
+                wait_for(
+                    "a rule evaluation after the last scrape",
+                    lambda: all(
+                        epoch(g["lastEvaluation"]) > last_scrape for g in api.rule_groups()
+                    ),
+                )
+                yield LiveStack(api, time.time(), read_otlp_json_lines(workdir / "A.jsonl"))
+            finally:
+                for proc in demos.values():
+                    if proc.poll() is None:
+                        proc.send_signal(signal.SIGINT)  # ends --linger early; the demo exits 0
+                codes = {}
+                for name, proc in demos.items():
+                    try:
+                        codes[name] = proc.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        codes[name] = proc.wait()
+        assert codes == {"A": 0, "B": 0}, [
+            (workdir / f"{n}.err").read_text()[-2000:] for n in codes
+        ]
 
 
 def by_clauses(expr: str) -> list[str]:

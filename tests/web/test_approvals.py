@@ -15,7 +15,7 @@ import pytest
 
 from otelhooks import ConfigError, EventLogServer, serve
 from otelhooks.testing import TestPipeline, pipeline
-from tests._realparts import free_port
+from tests._realparts import reserved_port
 from tests.web.conftest import AUTH, TOKEN
 
 HOOK_ID = "ask-a-person"
@@ -170,13 +170,14 @@ def test_an_async_call_in_another_process_gets_the_edited_arguments(
 
 def test_a_serve_that_cannot_be_reached_blocks_the_call() -> None:
     ran: list[dict[str, Any]] = []
-    hook = _approval_hook(url=f"http://127.0.0.1:{free_port()}")
-    with pipeline(hooks=[hook]) as pipe:
-        _run_rm(pipe, ran)
-        attrs = pipe.spans("execute_tool rm")[0].attributes
-    assert ran == []
-    assert attrs is not None
-    assert attrs["otelhooks.hook.decision"] == "deny"
+    with reserved_port() as dead_port:
+        hook = _approval_hook(url=f"http://127.0.0.1:{dead_port}")
+        with pipeline(hooks=[hook]) as pipe:
+            _run_rm(pipe, ran)
+            attrs = pipe.spans("execute_tool rm")[0].attributes
+        assert ran == []
+        assert attrs is not None
+        assert attrs["otelhooks.hook.decision"] == "deny"
 
 
 def test_an_agent_token_may_ask_but_not_answer(monkeypatch: pytest.MonkeyPatch) -> None:

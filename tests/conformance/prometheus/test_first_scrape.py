@@ -17,7 +17,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
 from otelhooks import configure
-from tests._realparts import free_port, promtool_binary, require
+from tests._realparts import promtool_binary, require, reserved_port
 
 DEMO = (sys.executable, "-m", "otelhooks", "demo", "--quiet")
 
@@ -81,29 +81,29 @@ def test_a_configured_pipeline_flushed_before_the_first_scrape_passes_promtool(
 
 
 def test_first_scrape_of_a_demo_run_passes_promtool_check_metrics(tmp_path: Path) -> None:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    demo = subprocess.Popen(
-        [*DEMO, "--prometheus-port", str(port), "--linger", "30"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert demo.stderr is not None
-        deadline = time.monotonic() + 120
-        for line in demo.stderr:  # "serving metrics on ..." comes once the run is over
-            if "serving metrics on" in line or time.monotonic() > deadline:
-                break
-        assert demo.poll() is None, "the demo ended before it served its metrics"
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-            text = resp.read().decode()
-    finally:
-        demo.terminate()
-        demo.wait(30)
-    assert text.count("# TYPE target_info") == 1
-    assert "otelhooks_agent_operations_total" in text
-    proc = check_metrics(text)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with reserved_port() as port:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        demo = subprocess.Popen(
+            [*DEMO, "--prometheus-port", str(port), "--linger", "30"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert demo.stderr is not None
+            deadline = time.monotonic() + 120
+            for line in demo.stderr:  # "serving metrics on ..." comes once the run is over
+                if "serving metrics on" in line or time.monotonic() > deadline:
+                    break
+            assert demo.poll() is None, "the demo ended before it served its metrics"
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+                text = resp.read().decode()
+        finally:
+            demo.terminate()
+            demo.wait(30)
+        assert text.count("# TYPE target_info") == 1
+        assert "otelhooks_agent_operations_total" in text
+        proc = check_metrics(text)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
