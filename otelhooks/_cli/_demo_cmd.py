@@ -182,11 +182,11 @@ class _PrometheusEndpoint:
         from prometheus_client import CollectorRegistry, start_http_server
 
         registry = CollectorRegistry()
-        self.port = port
         self.reader = PrometheusMetricReader(
             registry=registry, resource_attribute_filter=lambda key: key == "service.name"
         )
         self._server, self._thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+        self.port: int = self._server.server_port  # the one bound: port 0 is any free port
 
     def linger(self, seconds: float) -> None:
         """Keep serving for ``seconds`` (Ctrl-C ends it early), so Prometheus can scrape."""
@@ -284,7 +284,8 @@ def add_parser(sub: Subcommands) -> None:
         type=int,
         metavar="PORT",
         help="also serve the metrics for Prometheus to scrape on 127.0.0.1:PORT/metrics "
-        "(service.name becomes the service_name label of every series)",
+        "(service.name becomes the service_name label of every series; 0: any free port, "
+        "the one bound is printed)",
     )
     demo.add_argument(
         "--linger",

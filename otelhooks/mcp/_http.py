@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -467,8 +468,14 @@ async def run_http(
         timeout_graceful_shutdown=3,
     )
     server = uvicorn.Server(config)
+    # Bound here, not by uvicorn, so the port of ``--listen HOST:0`` can be told (uvicorn says
+    # it at info level, below the gateway's).
+    sock = config.bind_socket()
+    bound = sock.getsockname()
+    where = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    print(f"otelhooks mcp: listening on http://{where}:{bound[1]}", file=sys.stderr, flush=True)
     try:
-        await server.serve()
+        await server.serve(sockets=[sock])
     finally:
         await proxy.aclose()
     return 0

@@ -3,6 +3,11 @@ the SDK's Streamable HTTP client and a server written with the SDK, all real pro
 
 from __future__ import annotations
 
+import queue
+import re
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +18,17 @@ import pytest
 from mcp.types import TextContent
 
 from otelhooks import read_otlp_json_lines
-from tests.mcp._harness import calls, http_gateway, http_session, write_hooks
+from tests._realparts import reserved_port
+from tests.mcp._harness import (
+    SERVER_APP,
+    calls,
+    env,
+    gateway_args,
+    http_gateway,
+    http_session,
+    process,
+    write_hooks,
+)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -177,3 +192,34 @@ def _eventually(path: Path, pred: Any, timeout_s: float = 15.0) -> list[dict[str
         if any(pred(s) for s in spans) or time.monotonic() > deadline:
             return spans
         time.sleep(0.1)
+
+
+def test_listen_on_port_0_tells_the_port_it_bound(tmp_path: Path) -> None:
+    # Before, --listen 127.0.0.1:0 bound a free port and said nothing of it (uvicorn says it
+    # below the gateway's log level): the gateway ran where no client could find it.
+    hooks = write_hooks(tmp_path, HOOKS, SCRIPT)
+    log = tmp_path / "calls.jsonl"
+    with (
+        reserved_port() as server_port,
+        process([str(SERVER_APP), "http", str(server_port)], log, server_port),
+    ):
+        args = [
+            *gateway_args([hooks], tmp_path / "traces.jsonl"),
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            f"http://127.0.0.1:{server_port}/mcp",
+        ]
+        proc = subprocess.Popen([sys.executable, *args], env=env(log), stderr=subprocess.PIPE)
+        try:
+            assert proc.stderr is not None
+            lines: queue.Queue[bytes] = queue.Queue()
+            threading.Thread(target=lambda: [*map(lines.put, proc.stderr)], daemon=True).start()
+            line = lines.get(timeout=60).decode()  # the gateway's first line
+            found = re.fullmatch(r"otelhooks mcp: listening on http://127\.0\.0\.1:(\d+)\n", line)
+            assert found is not None, line
+            url = f"http://127.0.0.1:{found.group(1)}/mcp"
+            assert _text(_call(url, "add", {"a": 40, "b": 2})) == "42"
+        finally:
+            proc.terminate()
+            proc.wait(20)

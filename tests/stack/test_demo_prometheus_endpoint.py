@@ -4,6 +4,7 @@ refusals."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests._realparts import reserved_port
@@ -94,3 +96,34 @@ def test_a_signal_ends_the_linger_even_with_sigint_ignored_by_the_parent(
         assert proc.returncode == 0
         assert time.monotonic() - start < 15  # ended the linger, not its 120 s
         assert b"63 spans exported to" in out
+
+
+def test_port_0_announces_the_port_it_bound_and_serves_there(tmp_path: Path) -> None:
+    # Before, the line said http://127.0.0.1:0/metrics: the endpoint ran, on a port no one
+    # could find.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    command = [sys.executable, "-m", "otelhooks", "demo", "--quiet", "--prometheus-port", "0"]
+    proc = subprocess.Popen(
+        [*command, "--linger", "120"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + 60
+        line = b""
+        while b"serving metrics on" not in line and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+        found = re.search(rb"http://127\.0\.0\.1:(\d+)/metrics", line)
+        assert found is not None, line
+        port = int(found.group(1))
+        assert port != 0, line
+        scraped = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30)
+        assert scraped.status_code == 200
+        assert 'service_name="otelhooks-demo"' in scraped.text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
