@@ -154,7 +154,7 @@ class WebhookDeliverer:
         return queued
 
     def _tracker(self, config: WebhookConfig) -> DeliveryTracker:
-        from otelhooks._export._otlp import public_url
+        from otelhooks._export._report import public_url
 
         key = public_url(config.url)
         tracker = self._trackers.get(key)

@@ -17,7 +17,6 @@ import os
 import threading
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 from opentelemetry.sdk.metrics.export import (
     MetricExporter,
@@ -35,20 +34,14 @@ from otelhooks._export._otlp_grpc import (
     grpc_metric_exporter,
     otlp_timeout,
 )
-from otelhooks._export._report import DeliveryTracker
+from otelhooks._export._report import DeliveryTracker, public_url
 
 __all__ = [
-    "GiveUp",
     "otlp_configured",
     "otlp_metric_reader",
     "otlp_span_exporter",
-    "public_url",
     "summarise_sdk_logs",
 ]
-
-
-class GiveUp(Exception):
-    """Raised inside the SDK's retry loop: a type it does not retry."""
 
 
 def otlp_configured() -> bool:
@@ -64,14 +57,6 @@ def _protocol(signal: str) -> str:
         "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"
     )
     return raw.strip().lower()
-
-
-def public_url(url: str) -> str:
-    """``url`` without credentials or query string (safe to print)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}" if parts.scheme else url
 
 
 def _endpoint(signal: str, path: str, grpc: bool) -> str:

@@ -13,12 +13,15 @@ from urllib.parse import urljoin
 
 import requests
 
-from otelhooks._export._otlp import GiveUp, public_url
-from otelhooks._export._report import DeliveryTracker, one_line, record_rejected
+from otelhooks._export._report import DeliveryTracker, one_line, public_url, record_rejected
 from otelhooks._loopback import trust_env_for
 from otelhooks._worker import at_fork
 
-__all__ = ["describe_request_error", "tracked_session"]
+__all__ = ["GiveUp", "describe_request_error", "tracked_session"]
+
+
+class GiveUp(Exception):
+    """Raised inside the SDK's retry loop: a type it does not retry."""
 
 
 def describe_request_error(exc: BaseException, timeout: float | None = None) -> str:

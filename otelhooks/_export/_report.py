@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import structlog
 
@@ -32,6 +33,7 @@ __all__ = [
     "DestinationReport",
     "one_line",
     "permanent_status",
+    "public_url",
     "record_rejected",
     "shutdown_timeout",
 ]
@@ -367,3 +369,11 @@ def record_rejected(tracker: DeliveryTracker, count: int, noun: str, message: st
 def one_line(text: str) -> str:
     """A collector's message as one report line."""
     return " ".join(text.split())[:200] or "no reason given"
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials or query string (safe to print)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}" if parts.scheme else url

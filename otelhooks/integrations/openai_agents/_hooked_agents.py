@@ -36,16 +36,20 @@ from agents import (
 from agents.mcp import MCPServer
 from agents.run_context import RunContextWrapper
 from agents.sandbox import Capability, SandboxAgent
-from agents.tool import ToolOriginType, get_function_tool_origin
 
 from otelhooks._tool_kinds import KIND_NAMES
+from otelhooks.integrations.openai_agents._agent_tools import (
+    NOT_KNOWN,
+    runs_hooked,
+    unhooked_agent_of,
+)
 from otelhooks.integrations.openai_agents._computer import hook_computer
 from otelhooks.integrations.openai_agents._guard import CURRENT_RUN, UnguardedToolWarning
 from otelhooks.integrations.openai_agents._mcp_servers import HookedMCPServer
 from otelhooks.integrations.openai_agents._run_hooks import AgentHooksFeed
 from otelhooks.integrations.openai_agents._tools import _HOOKED, Hookable, hook_tool
 
-__all__ = ["agent_tool_unhooked", "hook_agent", "warn_unhooked_state"]
+__all__ = ["hook_agent", "warn_unhooked_state"]
 
 # The kind a guard names for each SDK tool otelhooks wraps (its default name is one of the kind's).
 _KINDS: Final[dict[type[Any], str]] = {
@@ -55,60 +59,21 @@ _KINDS: Final[dict[type[Any], str]] = {
 }
 
 
-def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
-    """Whether ``agent`` and every agent it hands off to run hooked tools only (as the agents
-    :func:`hook_agent` returns do)."""
-    if id(agent) in seen:
-        return True
-    seen.add(id(agent))
-    if any(isinstance(t, Hookable) and hook_tool(t) is not t for t in agent.tools):
-        return False
-    if any(isinstance(t, ComputerTool) and hook_computer(t, None) is not t for t in agent.tools):
-        return False
-    if any(not isinstance(s, HookedMCPServer) for s in agent.mcp_servers):
-        return False
-    return all(
-        _hooked(h, seen) if isinstance(h, Agent) else getattr(h.on_invoke_handoff, _HOOKED, False)
-        for h in agent.handoffs
-    )
-
-
-def agent_tool_unhooked(tool: FunctionTool) -> str | None:
-    """Why a call of the ``Agent.as_tool`` tool ``tool`` is refused (``None``: it is no agent
-    tool, or its agent is hooked, or which agent it runs is not known): the agent it runs (or
-    one it hands off to) has tools otelhooks' hooks do not see."""
-    origin = get_function_tool_origin(tool)
-    if origin is None or origin.type is not ToolOriginType.AGENT_AS_TOOL:
-        return None
-    agent = getattr(tool, "_agent_instance", None)  # as in _agent_tool_unguarded
-    if not isinstance(agent, Agent) or _hooked(agent, set()):
-        return None
-    return (
-        f"runs agent {agent.name!r}, whose own tools are not hooked (make the tool with "
-        "hook_agent(agent).as_tool(...))"
-    )
-
-
 def _agent_tool_unguarded(tool: FunctionTool) -> str | None:
     """Why the agent an ``Agent.as_tool`` tool runs is not guarded (``None``: it is, or
-    ``tool`` is no agent tool): that agent (or one it hands off to) has tools otelhooks' hooks do
-    not see, the tool running that very agent, never a clone :func:`hook_agent` could make."""
-    origin = get_function_tool_origin(tool)
-    if origin is None or origin.type is not ToolOriginType.AGENT_AS_TOOL:
+    ``tool`` is no agent tool): the tool runs that very agent, never a clone :func:`hook_agent`
+    could make."""
+    unhooked = unhooked_agent_of(tool)
+    if unhooked is None:
         return None
-    # The SDK has no public way to the agent of an agent tool; this field, which the SDK reads
-    # itself (a run state resuming a nested run), is the one place it keeps it. Without it (an
-    # SDK that moved it), say that nothing is known rather than take the tools as hooked.
-    agent = getattr(tool, "_agent_instance", None)
-    if not isinstance(agent, Agent):
+    name, agent = unhooked
+    if agent is NOT_KNOWN:
         return (
-            f"it runs agent {origin.agent_name!r}, whose tools otelhooks cannot see "
+            f"it runs agent {name!r}, whose tools otelhooks cannot see "
             "(this SDK version does not say which agent object it runs)"
         )
-    if _hooked(agent, set()):
-        return None
     return (
-        f"it runs agent {agent.name!r}, whose own tools are not hooked "
+        f"it runs agent {name!r}, whose own tools are not hooked "
         "(make the tool with hook_agent(agent).as_tool(...)); a call of it is refused: "
         "ToolNotHookedError"
     )
@@ -177,7 +142,7 @@ def warn_unhooked_state(state: RunState[Any, Any]) -> None:
     """Name the agents of ``state`` whose tools no hook sees: a resumed run runs the state's own
     agents, whatever agent it is given, and a state read back with ``RunState.from_string(agent,
     ...)`` holds ``agent`` itself, not a hooked clone."""
-    unhooked = {i.agent.name for i in state.get_interruptions() if not _hooked(i.agent, set())}
+    unhooked = {i.agent.name for i in state.get_interruptions() if not runs_hooked(i.agent)}
     if unhooked:
         warnings.warn(
             f"otelhooks: the run state resumes agent {', '.join(map(repr, sorted(unhooked)))}, "

@@ -24,6 +24,7 @@ from agents.sandbox import SandboxAgent
 from agents.tool import Tool, ToolOriginType, get_function_tool_origin
 from agents.tool_context import ToolContext
 
+from otelhooks.integrations.openai_agents._agent_tools import NOT_KNOWN, unhooked_agent_of
 from otelhooks.integrations.openai_agents._guard import CURRENT_RUN, parse_args
 from otelhooks.integrations.openai_agents._mcp_servers import HookedMCPServer
 from otelhooks.integrations.openai_agents._tools import Hookable, hook_tool
@@ -52,8 +53,6 @@ ToolNotHookedError.__module__ = "otelhooks.integrations.openai_agents"
 
 def _unhooked(agent: Agent[Any], tool: Tool) -> str | None:
     """Why ``tool`` is one otelhooks hooks, started without its hooks (``None``: it is not)."""
-    from otelhooks.integrations.openai_agents._hooked_agents import agent_tool_unhooked
-
     if isinstance(agent, SandboxAgent):
         return None  # its capabilities' tools: named by hook_agent's warning
     if isinstance(tool, FunctionTool):
@@ -65,9 +64,12 @@ def _unhooked(agent: Agent[Any], tool: Tool) -> str | None:
             return _NOT_LISTED
         # an agent used as a tool whose own tools are not hooked: its nested run would call
         # them past every guard, and the SDK runs that very agent, never a hooked clone
-        nested = agent_tool_unhooked(tool)
-        if nested is not None:
-            return nested
+        nested = unhooked_agent_of(tool)
+        if nested is not None and nested[1] is not NOT_KNOWN:
+            return (
+                f"runs agent {nested[0]!r}, whose own tools are not hooked (make the tool "
+                "with hook_agent(agent).as_tool(...))"
+            )
     if not isinstance(
         tool, FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool | CustomTool
     ):
