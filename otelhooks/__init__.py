@@ -10,8 +10,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from otelhooks._lazy import lazy_names
 
 if TYPE_CHECKING:
     from otelhooks._actions._webhook_config import (
@@ -304,13 +305,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'otelhooks' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups are plain attribute reads
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)
 
 
 # The public subpackages, imported by name (``import otelhooks.testing``).
@@ -318,6 +313,6 @@ _SUBPACKAGES = ("events", "integrations", "mcp", "replay", "semconv", "testing")
 
 
 def __dir__() -> list[str]:
-    # The public surface only: not this module's own imports (Any, importlib...) nor the
+    # The public surface only: not this module's own imports (lazy_names...) nor the
     # private modules that importing a name loads.
     return sorted({*__all__, *_SUBPACKAGES})

@@ -8,8 +8,9 @@ used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from otelhooks._lazy import lazy_names
 
 if TYPE_CHECKING:
     from otelhooks._eventlog._agent_events import (
@@ -97,10 +98,4 @@ _WHERE: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'otelhooks._eventlog' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups are plain attribute reads
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -32,8 +32,9 @@ Codex CLI and Gemini CLI too::
     True
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from otelhooks._lazy import lazy_names
 
 if TYPE_CHECKING:
     from otelhooks.integrations.claude_code._install import (
@@ -107,10 +108,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # once loaded, a plain attribute
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -28,8 +28,9 @@ what Codex needs before it runs them::
     'deleted'
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from otelhooks._lazy import lazy_names
 
 if TYPE_CHECKING:
     from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
@@ -67,10 +68,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # once loaded, a plain attribute
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)
