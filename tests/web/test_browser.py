@@ -24,6 +24,14 @@ pytestmark = pytest.mark.timeout(90)
 REPO = Path(__file__).resolve().parents[2]
 
 
+# The runs list shows fewer runs than there are: a filter's list is the one shown.
+FEWER = """() => {
+  const count = document.getElementById('ops-count').textContent;
+  const m = /^(\\d+) of (\\d+) runs$/.exec(count);
+  return m !== null && Number(m[1]) < Number(m[2]);
+}"""
+
+
 def _demo(server: EventLogServer, tmp_path: Path) -> None:
     """The real ``otelhooks demo``, exporting to the server over OTLP/HTTP."""
     env = {
@@ -52,6 +60,44 @@ def _demo(server: EventLogServer, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
 
 
+def test_a_list_answered_after_the_filter_changed_does_not_replace_the_filtered_one(
+    browser: Any, server: EventLogServer, tmp_path: Path
+) -> None:
+    # Before, the runs list asked for as the page loaded (no filter) and answered after the
+    # list under "denied" replaced it: the page showed every run under a filter saying
+    # "denied" (a CI run then clicked a run with no denial in it).
+    _demo(server, tmp_path)
+    context = browser.new_context(viewport={"width": 1400, "height": 860})
+    page = context.new_page()
+    held: list[Any] = []
+
+    def hold_first_unfiltered(route: Any) -> None:
+        if "decision=" not in route.request.url and not held:
+            held.append(route)  # answered below, once the filtered list is shown
+        else:
+            route.continue_()
+
+    try:
+        page.route("**/v1/ui/operations*", hold_first_unfiltered)
+        page.goto(f"{server.url}/")
+        page.wait_for_url(f"{server.url}/login")
+        page.fill("#token", TOKEN)
+        page.click("#login-submit")
+        page.wait_for_url(f"{server.url}/")
+        page.wait_for_function("() => document.getElementById('f-decision') !== null")
+        assert held, "the page asked for no unfiltered list as it loaded"
+        page.select_option("#f-decision", "denied")
+        page.wait_for_function(FEWER)
+        shown = page.inner_text("#ops-count")
+        with page.expect_response(lambda r: r.request.url == held[0].request.url):
+            held[0].continue_()
+        page.evaluate("() => new Promise((done) => setTimeout(done, 300))")  # it is rendered
+        assert page.inner_text("#ops-count") == shown
+        assert page.evaluate(FEWER)
+    finally:
+        context.close()
+
+
 def test_the_demo_sent_to_serve_shows_up_with_its_denial(
     browser: Any, server: EventLogServer, tmp_path: Path
 ) -> None:
@@ -59,6 +105,7 @@ def test_the_demo_sent_to_serve_shows_up_with_its_denial(
     page = log_in(browser, server.url)
     try:
         page.select_option("#f-decision", "denied")
+        page.wait_for_function(FEWER)  # the unfiltered list's rows are there before it
         row = page.locator("#ops-body tr.op").first
         row.wait_for()
         row.click()

@@ -48,10 +48,15 @@
     return tr;
   }
 
+  // The latest list asked for: one asked for earlier (other filters, a refresh) that answers
+  // after it is stale and must not replace it.
+  let opsAsked = 0;
   async function loadOps(more) {
+    const asked = ++opsAsked;
     const q = filters();
     if (more && page.next) q.set('before', page.next);
     const body = await api(`/v1/ui/operations?${q}`);
+    if (asked !== opsAsked) return body;
     fillSelect($('f-agent'), body.agents);
     fillSelect($('f-tool'), body.tools);
     const tbody = $('ops-body');
