@@ -20,6 +20,8 @@ _CLI = "the CLI's parser and entry point (the `otelhooks` console script), run i
 _STORE = "the PostgreSQL store's own rules (schema, SQL, shared state)"
 
 ALLOWED: dict[str, str] = {
+    "integrations/test_late_client_constants.py": "the hook client's standard-library copies "
+    "of the bridge's times, against the bridge's own",
     "integrations/test_export_file_twins.py": "the bridge's export-file parser, against the "
     "hook client's standard-library twin",
     "claude_code_cli/test_real_claude_code.py": "the OTLP decoder",
