@@ -48,15 +48,17 @@
     return tr;
   }
 
-  // The latest list asked for: one asked for earlier (other filters, a refresh) that answers
-  // after it is stale and must not replace it.
-  let opsAsked = 0;
+  // A list asked for earlier (other filters, a refresh) that answers after a later one is
+  // stale (oh.latest): null, and the list shown stays the one asked for last.
+  const opsList = oh.latest();
   async function loadOps(more) {
-    const asked = ++opsAsked;
     const q = filters();
     if (more && page.next) q.set('before', page.next);
-    const body = await api(`/v1/ui/operations?${q}`);
-    if (asked !== opsAsked) return body;
+    // the next page of the list shown is no next page of the one asked for now: clicked
+    // meanwhile, it asked past the old list's last run and its runs were added below it
+    if (!more) { page.next = null; $('ops-more').hidden = true; }
+    const body = await opsList(`/v1/ui/operations?${q}`);
+    if (!body) return null;
     fillSelect($('f-agent'), body.agents);
     fillSelect($('f-tool'), body.tools);
     const tbody = $('ops-body');
@@ -201,15 +203,19 @@
     box.replaceChildren(...parts);
   }
 
+  // The run clicked last is the one shown: a run clicked before it whose trace answers later
+  // (a long trace, a refresh of the open one) is stale (oh.latest) and dropped.
+  const traceView = oh.latest();
   async function openTrace(traceId, keepScroll) {
     let body;
     try {
-      body = await api(`/v1/ui/traces/${traceId}?view=outline`);
+      body = await traceView(`/v1/ui/traces/${traceId}?view=outline`);
     } catch (err) {
       $('trace').hidden = false;
       $('trace-title').textContent = `trace ${traceId}: ${err.message}`;
       return;
     }
+    if (!body) return;
     const first = page.open !== traceId;
     page.open = traceId;
     if (first) { page.collapsed.clear(); page.selected = null; $('detail').hidden = true; }
@@ -242,6 +248,7 @@
     if (!change.spans || refreshing) return;
     refreshing = (async () => {
       const ops = await loadOps(false);
+      if (!ops) return; // a list asked for since (a filter) is the one shown
       // the open trace is fetched again only when it changed (a 10,000-span trace is megabytes)
       const open = page.open && ops.operations.find((op) => op.trace_id === page.open);
       if (open && page.trace && open.updated !== page.trace.updated) await openTrace(page.open, true);

@@ -4,6 +4,9 @@
   const { el, visible, api, when } = oh;
   const $ = (id) => document.getElementById(id);
   const cards = new Map(); // approval id -> {card, timer node, item}, in the page's order
+  // approval id -> what this page said of its answer given after another one stood: said again
+  // on the answered row, where the person reads the outcome once the card left
+  const late = new Map();
   // A click on a card drawn or moved this soon was not aimed at it: a card that leaves (answered
   // elsewhere, or its time up: the oldest, on top) moves those below it up, and a page on another
   // port that turns the first click of a double-click into a visit here gets the second on a card
@@ -87,21 +90,27 @@
       } catch (err) {
         problem.textContent = `Not answered: ${err.message}`;
         problem.hidden = false;
-        approve.disabled = deny.disabled = false;
+        // answered elsewhere (another tab, a person, its default, its asker gone): no answer of
+        // this card is offered again, and the list is read to show whose answer stands
+        if (/^answered already/.test(err.message)) {
+          late.set(item.id, `your ${decision} here came after this answer: not given`);
+          await look().catch(() => null);
+        } else approve.disabled = deny.disabled = false;
         return;
       }
-      // answered: a list that cannot be read again now does not make it "not answered"
-      await refresh().catch((err) => {
-        problem.textContent = `Answered; the list could not be read again: ${err.message}`;
-        problem.hidden = false;
-      });
+      // answered: a list that cannot be read again now (this look, or the one asked after it
+      // that is shown in its place) does not make it "not answered"
+      entry.answered = true;
+      await look().catch(() => null);
     }
     approve.addEventListener('click', () => answer('allow'));
     deny.addEventListener('click', () => answer('deny'));
     const actions = el('div', 'actions');
     actions.append(reason, approve, deny);
     box.append(actions, problem);
-    const entry = { box, left, item, edit, seenAt: Date.now(), movedAt: Date.now() };
+    const now = Date.now();
+    // answered: given here and taken by serve
+    const entry = { box, left, item, edit, problem, answered: false, seenAt: now, movedAt: now };
     return entry;
   }
 
@@ -131,6 +140,8 @@
 
   async function refresh() {
     const body = await oh.pendingCount();
+    if (!body) return; // a look asked since is the one shown (oh.latest)
+    oh.problem(null);
     $('content-note').hidden = body.capture_content;
     const live = new Set(body.pending.map((a) => a.id));
     let left = false;
@@ -177,10 +188,27 @@
       tr.append(el('td', 'nowrap', when(a.answered_ms * 1000)), el('td', null, a.tool),
         el('td', null, a.hook_id), el('td', `dec ${a.state === 'allowed' ? 'allowed' : 'denied'}`, a.decision),
         el('td', null, a.answered_by), el('td', null, a.answer_reason));
+      if (late.has(a.id)) tr.lastChild.append(el('div', 'error', late.get(a.id)));
       return tr;
     });
     $('answered').replaceChildren(...rows);
     tick();
+  }
+
+  // Every look at the list (the live view's, an answer's, Deny all's): one that fails says so
+  // above the cards, and on each card answered here, until a look succeeds.
+  async function look() {
+    try {
+      await refresh();
+    } catch (err) {
+      oh.problem(`The inbox could not be read: ${err.message}`);
+      for (const entry of cards.values()) {
+        if (!entry.answered) continue;
+        entry.problem.textContent = `Answered; the list could not be read again: ${err.message}`;
+        entry.problem.hidden = false;
+      }
+      throw err;
+    }
   }
 
   // An agent holding the ingest token can ask for hundreds of cards just like its real one: a
@@ -191,28 +219,35 @@
     $('deny-all').disabled = true;
     const body = JSON.stringify({ decision: 'deny', reason: 'denied with every waiting call' });
     let failed = 0;
+    let allowed = 0; // answered allow before this deny reached them (elsewhere, or by default)
     for (let i = 0; i < ids.length; i += 16) {
       const sent = ids.slice(i, i + 16).map((id) => api(`/v1/approvals/${id}`, { method: 'POST', body }));
       for (const got of await Promise.allSettled(sent)) {
-        if (got.status === 'rejected' && !/^answered already/.test(got.reason.message)) failed += 1;
+        if (got.status !== 'rejected') continue;
+        if (/^answered already: allow/.test(got.reason.message)) allowed += 1;
+        else if (!/^answered already/.test(got.reason.message)) failed += 1;
       }
     }
-    if (failed) {
-      $('all-note').textContent = `${failed} could not be denied: deny them on their cards`;
+    // "Deny all" saying nothing reads as every call denied: one allowed meanwhile ran
+    const said = [];
+    if (failed) said.push(`${failed} could not be denied: deny them on their cards`);
+    if (allowed) said.push(`${allowed} had been allowed already (see Answered): not denied`);
+    if (said.length) {
+      $('all-note').textContent = said.join('; ');
       $('all-note').className = 'error';
     }
     $('deny-all').disabled = false;
-    await refresh();
+    await look();
   }
 
   document.addEventListener('DOMContentLoaded', async () => {
     $('deny-all').addEventListener('click', denyAll);
-    await oh.start((change) => (change.approvals ? refresh() : null));
-    await refresh().catch((err) => {
-      oh.problem(`The inbox could not be read: ${err.message}`);
-      throw err;
-    });
+    // the countdowns run whatever the first look at the list did: they stood still when it
+    // failed, and a card drawn by a later look said "40 s left" until its default applied
     setInterval(tick, 1000);
+    // the live view looks at the list at once and at each change, and again until a look
+    // that failed succeeds
+    await oh.start((change) => (change.approvals ? look() : null));
     window.addEventListener('resize', () => {
       for (const entry of cards.values()) if (entry.edit) fit(entry.edit);
     });

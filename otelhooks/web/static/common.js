@@ -43,6 +43,25 @@ const oh = (() => {
     return body;
   }
 
+  // One thing a page shows from serve (the runs list, the open trace, the inbox's list): each
+  // request for it supersedes those asked before, and an answer (or failure) that arrives after a
+  // later request was asked is stale: it gives null and is never applied. Answers come back in
+  // any order (a slow filter, a long trace, a proxy), and an older list shown last re-showed a
+  // card already answered, or hid a call just held until something else changed.
+  function latest() {
+    let asked = 0;
+    return async (path, options) => {
+      const mine = ++asked;
+      try {
+        const body = await api(path, options);
+        return mine === asked ? body : null;
+      } catch (err) {
+        if (mine !== asked) return null;
+        throw err;
+      }
+    };
+  }
+
   function duration(us) {
     if (us < 1000) return `${us} µs`;
     if (us < 1e6) return `${(us / 1000).toFixed(1)} ms`;
@@ -59,8 +78,13 @@ const oh = (() => {
 
   // Said at the top of the page, in place of what could not be read: an inbox that cannot read
   // serve must not look like one with nothing waiting while a call waits for its default.
+  // problem(null) takes it away once the page reads serve again.
   function problem(text) {
     let node = document.getElementById('page-error');
+    if (text === null) {
+      if (node) node.remove();
+      return;
+    }
     if (!node) {
       node = el('p', 'error page-error');
       node.id = 'page-error';
@@ -85,8 +109,12 @@ const oh = (() => {
     return state.session;
   }
 
+  const approvalsList = latest();
+  // The inbox's list, and the count of held calls on every page's menu; null when a later look
+  // was asked before this one answered.
   async function pendingCount() {
-    const body = await api('/v1/approvals');
+    const body = await approvalsList('/v1/approvals');
+    if (!body) return null;
     const node = document.getElementById('pending-count');
     node.textContent = body.pending.length ? String(body.pending.length) : '';
     return body;
@@ -103,9 +131,12 @@ const oh = (() => {
         badge.className = 'live on';
         const spans = now.version !== state.version;
         const approvals = now.approvals !== state.approvals;
+        // kept as seen only once the page showed it: a refresh that failed (a list that did not
+        // load, serve restarting) is asked again at the next look, not waited for until
+        // something else changes while a held call waits unseen
+        if (spans || approvals) await onChange({ spans, approvals });
         state.version = now.version;
         state.approvals = now.approvals;
-        if (spans || approvals) await onChange({ spans, approvals });
       } catch (err) {
         badge.textContent = 'reconnecting…';
         badge.className = 'live off';
@@ -114,5 +145,5 @@ const oh = (() => {
     }
   }
 
-  return { el, visible, api, duration, when, start, pendingCount, problem, state };
+  return { el, visible, api, latest, duration, when, start, pendingCount, problem, state };
 })();
