@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -330,3 +331,99 @@ def test_an_answer_in_a_second_tab_after_the_first_s_is_said_not_given_and_not_o
         second.context.close()
     got = httpx.get(f"{served.url}/v1/approvals/{approval}", headers=AUTH).json()
     assert (got["state"], got["answered_by"]) == ("denied", "browser")
+
+
+def test_an_approve_after_the_default_applied_is_said_not_given(
+    browser: Any, served: EventLogServer
+) -> None:
+    # The asker's deadline passed while the page was not yet told (its look for changes held):
+    # before, the card said "Not answered" and offered Approve again as if the call still
+    # waited, then left with nothing saying the Approve had not been given.
+    approval = str(ask(served, args={"command": "rm -rf ~"}, default="deny", timeout_s=6)["id"])
+    page = log_in(browser, served.url)
+    try:
+        polls = HeldPolls(page)
+        page.goto(f"{served.url}/approvals")
+        card = page.locator(f"article[data-approval='{approval}']")
+        card.locator("button.approve").wait_for(timeout=10_000)
+        polls.waiting()
+        deadline = time.monotonic() + 20
+        while (
+            httpx.get(f"{served.url}/v1/approvals/{approval}?wait=1", headers=AUTH).json()["state"]
+            == "pending"
+        ):  # a look past the deadline applies the default
+            assert time.monotonic() < deadline
+        click_answer(card.locator("button.approve"))
+        row = page.locator(f"tr.answered.denied[data-approval='{approval}']")
+        row.wait_for(timeout=10_000)
+        assert "timeout" in row.inner_text()
+        assert "your allow here came after this answer: not given" in row.inner_text()
+        assert card.locator("button").count() == 0
+    finally:
+        page.context.close()
+
+
+def test_an_inbox_that_cannot_reach_serve_says_so_above_its_cards(
+    browser: Any, served: EventLogServer
+) -> None:
+    # Before, serve stopped (a restart, a crash) left the cards drawn with their countdowns and
+    # buttons, and only the small badge said "reconnecting…": the person waited on calls that
+    # no longer waited, and saw none of those held since.
+    other = serve(token=TOKEN, approval_lease_s=600)  # the process's inbox: ``served``'s too
+    approval = str(ask(other, args={"command": "rm -rf ~"})["id"])
+    page = log_in(browser, other.url)
+    try:
+        page.goto(f"{other.url}/approvals")
+        page.locator(f"article[data-approval='{approval}']").wait_for(timeout=10_000)
+        page.locator("#live.on").wait_for()
+        other.stop()
+        alert = page.locator("#page-error")
+        alert.wait_for(timeout=10_000)
+        assert "serve cannot be reached" in alert.inner_text()
+        assert "this page shows what it last read" in alert.inner_text()
+    finally:
+        page.context.close()
+        other.stop()
+        _deny(served, approval)
+
+
+def test_a_note_shown_above_the_cards_makes_a_click_on_them_answer_nothing(
+    browser: Any, served: EventLogServer
+) -> None:
+    # Before, "The inbox could not be read" (or "serve cannot be reached") appearing above the
+    # cards moved them down with no card counted as moved: a click aimed at one card's button
+    # landed on what had moved under the pointer, and answered it.
+    approval = str(ask(served, args={"command": "rm -rf ~"}, default="deny")["id"])
+    other = ""
+    page = log_in(browser, served.url)
+    refusing = [False]
+
+    def refuse(route: Any) -> None:
+        if route.request.method == "GET" and refusing[0]:
+            route.fulfill(status=503, json={"error": "unavailable", "message": "store down"})
+        else:
+            route.continue_()
+
+    try:
+        page.clock.install()
+        page.route(LISTING, refuse)
+        page.goto(f"{served.url}/approvals")
+        approve = page.locator(f"article[data-approval='{approval}'] button.approve")
+        approve.wait_for(timeout=10_000)
+        page.locator("#live.on").wait_for()
+        # the page's time stands still from here: the click below comes "at once" however slow
+        page.clock.pause_at(datetime.now() + timedelta(seconds=5))
+        refusing[0] = True
+        other = str(ask(served, args={"command": "ls"})["id"])  # the page looks: refused
+        page.locator("#page-error").wait_for(timeout=10_000)
+        approve.click()
+        said = page.locator(f"article[data-approval='{approval}'] p.error")
+        said.wait_for(timeout=5000)
+        assert "nothing was answered" in said.inner_text()
+        got = httpx.get(f"{served.url}/v1/approvals/{approval}", headers=AUTH).json()
+        assert got["state"] == "pending"
+    finally:
+        page.context.close()
+        for left in (approval, other):
+            if left:
+                _deny(served, left)

@@ -121,6 +121,13 @@
     edit.style.height = `${edit.scrollHeight + edit.offsetHeight - edit.clientHeight}px`;
   }
 
+  // Every card moved now (a note above them shown or gone): a click in the next STILL_MS on
+  // any of them was aimed at what was there before.
+  function moved() {
+    const now = Date.now();
+    for (const entry of cards.values()) entry.movedAt = now;
+  }
+
   function collapse() {
     settling = null;
     lastMove = Date.now();
@@ -172,7 +179,7 @@
       const note = $('refused');
       if (note.hidden) {
         note.hidden = false;
-        for (const entry of cards.values()) entry.movedAt = Date.now();
+        moved();
       }
       note.textContent = `${refused.count} call${refused.count === 1 ? '' : 's'} refused since `
         + `${when(refused.since_ms * 1000)} (the last at ${when(refused.last_ms * 1000)}): the `
@@ -235,6 +242,7 @@
     if (said.length) {
       $('all-note').textContent = said.join('; ');
       $('all-note').className = 'error';
+      moved(); // a longer note can take another line above the cards
     }
     $('deny-all').disabled = false;
     await look();
@@ -242,6 +250,7 @@
 
   document.addEventListener('DOMContentLoaded', async () => {
     $('deny-all').addEventListener('click', denyAll);
+    oh.onShift(moved);
     // the countdowns run whatever the first look at the list did: they stood still when it
     // failed, and a card drawn by a later look said "40 s left" until its default applied
     setInterval(tick, 1000);

@@ -78,13 +78,22 @@ const oh = (() => {
 
   // Said at the top of the page, in place of what could not be read: an inbox that cannot read
   // serve must not look like one with nothing waiting while a call waits for its default.
-  // problem(null) takes it away once the page reads serve again.
+  // problem(null) takes it away once the page reads serve again. One line whatever it says:
+  // only its showing and its going move what is below it, and each tells onShift's listeners
+  // (the inbox answers no click aimed at a card that just moved).
+  const shifted = [];
+  function onShift(listener) {
+    shifted.push(listener);
+  }
   function problem(text) {
     let node = document.getElementById('page-error');
     if (text === null) {
-      if (node) node.remove();
+      if (!node) return;
+      node.remove();
+      for (const listener of shifted) listener();
       return;
     }
+    const shown = !node;
     if (!node) {
       node = el('p', 'error page-error');
       node.id = 'page-error';
@@ -92,6 +101,8 @@ const oh = (() => {
       document.querySelector('main').prepend(node);
     }
     node.textContent = visible(text);
+    node.title = node.textContent;
+    if (shown) for (const listener of shifted) listener();
   }
 
   async function start(onChange) {
@@ -123,12 +134,27 @@ const oh = (() => {
   // Long-poll: returns as soon as spans or approvals changed (or every 25 s).
   async function live(onChange) {
     const badge = document.getElementById('live');
+    const pause = () => new Promise((r) => setTimeout(r, 2000));
+    let cut = false; // said that serve cannot be reached
     for (;;) {
+      let now;
       try {
-        const q = `since=${state.version}&approvals=${state.approvals}&timeout=25`;
-        const now = await api(`/v1/ui/changes?${q}`);
-        badge.textContent = 'live';
-        badge.className = 'live on';
+        now = await api(`/v1/ui/changes?since=${state.version}&approvals=${state.approvals}&timeout=25`);
+      } catch (err) {
+        badge.textContent = 'reconnecting…';
+        badge.className = 'live off';
+        // said where it is read: the page shows what it last read (cards that may no longer
+        // wait, none of a call held since), which a small badge did not say
+        problem(`serve cannot be reached (${err.message}): this page shows what it last read; trying again`);
+        cut = true;
+        await pause();
+        continue;
+      }
+      if (cut) problem(null);
+      cut = false;
+      badge.textContent = 'live';
+      badge.className = 'live on';
+      try {
         const spans = now.version !== state.version;
         const approvals = now.approvals !== state.approvals;
         // kept as seen only once the page showed it: a refresh that failed (a list that did not
@@ -140,10 +166,10 @@ const oh = (() => {
       } catch (err) {
         badge.textContent = 'reconnecting…';
         badge.className = 'live off';
-        await new Promise((r) => setTimeout(r, 2000));
+        await pause();
       }
     }
   }
 
-  return { el, visible, api, latest, duration, when, start, pendingCount, problem, state };
+  return { el, visible, api, latest, duration, when, start, pendingCount, problem, onShift, state };
 })();
