@@ -427,3 +427,32 @@ def test_a_note_shown_above_the_cards_makes_a_click_on_them_answer_nothing(
         for left in (approval, other):
             if left:
                 _deny(served, left)
+
+
+def test_a_filtered_list_that_cannot_be_read_says_so_above_the_old_one(
+    browser: Any, served: EventLogServer
+) -> None:
+    # Before, the list of a new filter failing (a proxy's hiccup, a 503) left the old list shown
+    # under the new filter, its count above it, and nothing said so.
+    with httpx.Client(base_url=served.url, headers=AUTH, timeout=60) as api:
+        post(api, agent_run("gamma-bot", denied_tool="rm"))
+    page = log_in(browser, served.url)
+
+    def refuse_denied(route: Any) -> None:
+        if "decision=denied" in route.request.url:
+            route.fulfill(status=503, json={"error": "unavailable", "message": "store down"})
+        else:
+            route.continue_()
+
+    try:
+        page.locator("#ops-body tr.op", has_text="gamma-bot").wait_for(timeout=10_000)
+        page.route(OPERATIONS, refuse_denied)
+        page.select_option("#f-decision", "denied")
+        alert = page.locator("#page-error")
+        alert.wait_for(timeout=10_000)
+        assert alert.inner_text() == "The runs could not be read: store down"
+        page.unroute(OPERATIONS)
+        page.select_option("#f-decision", "")
+        alert.wait_for(state="detached", timeout=10_000)  # said while it was true only
+    finally:
+        page.context.close()

@@ -59,6 +59,7 @@
     if (!more) { page.next = null; $('ops-more').hidden = true; }
     const body = await opsList(`/v1/ui/operations?${q}`);
     if (!body) return null;
+    oh.problem(null);
     fillSelect($('f-agent'), body.agents);
     fillSelect($('f-tool'), body.tools);
     const tbody = $('ops-body');
@@ -69,6 +70,12 @@
     $('ops-empty').hidden = body.total > 0;
     $('ops-count').textContent = `${body.matched} of ${body.total} runs`;
     return body;
+  }
+
+  // A list the person asked for that could not be read says so above the list shown, which is
+  // the list of other filters; before, nothing did, and the old runs stood under the new filter.
+  function showOps(more) {
+    return loadOps(more).catch((err) => oh.problem(`The runs could not be read: ${err.message}`));
   }
 
   // -- the trace ---------------------------------------------------------------------------
@@ -257,11 +264,11 @@
   }
 
   document.addEventListener('DOMContentLoaded', async () => {
-    for (const id of ['f-agent', 'f-tool', 'f-decision', 'f-errors']) $(id).addEventListener('change', () => loadOps(false));
-    $('ops-more').addEventListener('click', () => loadOps(true));
+    for (const id of ['f-agent', 'f-tool', 'f-decision', 'f-errors']) $(id).addEventListener('change', () => showOps(false));
+    $('ops-more').addEventListener('click', () => showOps(true));
     $('wf').addEventListener('scroll', () => { if (page.trace) requestAnimationFrame(renderRows); });
     await oh.start(onChange);
-    await loadOps(false);
+    await showOps(false);
     oh.pendingCount().catch(() => null);
     const m = /^#trace=([0-9a-f]{32})$/.exec(location.hash);
     if (m) openTrace(m[1]);
