@@ -24,7 +24,7 @@ from langgraph.types import Command, interrupt
 from pydantic import Field
 from structlog.testing import capture_logs
 
-from otelhooks import Block, HookEvent
+from otelhooks import Block, HookEvent, ToolDenied
 from otelhooks.integrations.langchain import (
     OtelHooksCallbackHandler,
     OtelHooksMiddleware,
@@ -273,6 +273,35 @@ def test_the_middleware_alone_enforces_the_hooks_and_says_what_it_cannot_see(
     told = [e for e in logs if "not in the run's callbacks" in e["event"]]
     assert len(told) == 1
     assert told[0]["log_level"] == "error"
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_middleware_before_ours_running_a_tool_itself_is_said_or_refused(
+    pipe: TestPipeline, mode: str
+) -> None:
+    # a user's middleware listed BEFORE ours that runs the tool itself (a cache, a retry)
+    # never reaches our wrap_tool_call. With the handler given to the middleware only, the
+    # denied delete runs unjudged: that is said, as an error, at the agent's model call
+    # (before: not a word, since the check lived in the wrap_tool_call never reached). With
+    # the handler in the run's config too, the handler refuses the unwrapped tool as it starts
+    pipe.register(*GUARDS)
+    world = World()
+    delete_file = world.tools()[0]
+    script = [ai(("delete_file", {"path": "a.txt"}, "c1")), ai(text="done")]
+    handler = OtelHooksCallbackHandler(pipe.tracer)
+    mw = [RunsItself(delete_file), OtelHooksMiddleware(handler)]
+    agent = create_agent(Scripted(messages=iter(script)), tools=[delete_file], middleware=mw)
+    with capture_logs() as logs:
+        _invoke(agent, {"messages": [("user", "go")]}, {}, mode)
+    assert world.ran == [("delete_file", "a.txt")]  # no guard can see it: said, not hidden
+    told = [e for e in logs if "not in the run's callbacks" in e["event"]]
+    assert [e["log_level"] for e in told] == ["error"]
+
+    world.ran.clear()
+    agent = create_agent(Scripted(messages=iter(script)), tools=[delete_file], middleware=mw)
+    with pytest.raises(ToolDenied, match="no deleting"):
+        _invoke(agent, {"messages": [("user", "go")]}, {"callbacks": [handler]}, mode)
+    assert world.ran == []
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
