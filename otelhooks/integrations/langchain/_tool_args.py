@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.tools import InjectedToolArg
-from pydantic import BaseModel
+from pydantic import AliasChoices, BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError
 
-__all__ = ["injects", "json_form"]
+__all__ = ["injects", "json_form", "named", "spellings"]
 
 
 def injects(marker: Any) -> bool:
@@ -42,3 +43,33 @@ def json_form(parsed: BaseModel, values: dict[str, Any]) -> dict[str, Any]:
     except Exception:  # a probe: the values as validated are what LangChain took before
         return {}
     return form
+
+
+def spellings(field: FieldInfo) -> set[str]:
+    """The keys other than its name that ``field`` is given under: its alias and each plain
+    validation alias (a nested ``AliasPath`` is no key of its own)."""
+    found: set[str] = set()
+    for alias in (field.alias, field.validation_alias):
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        found.update(c for c in choices if isinstance(c, str))
+    return found
+
+
+def named(model: type[BaseModel], given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` with each argument given under an alias (``file_path``) under the name the
+    function receives it by (``path``) instead, when the schema takes the names (its
+    ``populate_by_name``): a guard reading ``path`` must see the call that spells it
+    ``file_path``, which the model may send as well as ``path``. ``given`` as it is when the
+    schema takes only the aliases, or nothing was spelled otherwise, or it is invalid."""
+    renamed = dict(given)
+    for name, field in model.model_fields.items():
+        for key in spellings(field) - {name}:
+            if key in renamed and key not in model.model_fields:
+                renamed[name] = renamed.pop(key)  # both given: pydantic takes the alias's
+    if renamed == given:
+        return given
+    try:
+        same = model.model_validate(renamed) == model.model_validate(given)
+    except ValidationError:
+        same = False
+    return renamed if same else given

@@ -47,7 +47,7 @@ from otelhooks.integrations.langchain._handler import (
     ToolRun,
 )
 from otelhooks.integrations.langchain._quiet_run import quiet_config, quiet_tool
-from otelhooks.integrations.langchain._tool_args import json_form
+from otelhooks.integrations.langchain._tool_args import json_form, named, spellings
 from otelhooks.integrations.langchain._tool_results import (
     ResultNotRewritableError,
     retold,
@@ -194,6 +194,11 @@ def _refusal(runs: list[ToolRun], tool: ToolRun, name: str) -> Any:
     return _denial(reason, tool.tool_call_id, name, (call.result.state or {}).get("decidedBy"))
 
 
+def _aliases(fields: dict[str, Any], key: str) -> bool:
+    """``key`` spells one of ``fields`` (an alias of it)."""
+    return any(key in spellings(field) for field in fields.values())
+
+
 class HookedTool(BaseTool):
     """``inner`` behind otelhooks' tool hooks (build it with :func:`hook_tool`)."""
 
@@ -249,10 +254,14 @@ class HookedTool(BaseTool):
             parsed = model.model_validate(tool_input)
         except ValidationError:  # LangChain's own validation answers it, as without otelhooks
             return full
-        values = {k: getattr(parsed, k) for k in full if k in fields}
+        # each field given, under its name too when it was given under an alias the schema
+        # takes alone (``file_path``): a guard reads the name the function receives
+        given = parsed.model_fields_set
+        values = {k: getattr(parsed, k) for k in fields if k in full or k in given}
         return {**full, **values, **json_form(parsed, values)}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        tool_input = self._named(tool_input)
         given = self._given(tool_input)
         token = _GIVEN.set((kwargs.get("tool_call_id"), given))
         injected = CALLER_INJECTED.set(self._caller_injected(given))
@@ -265,6 +274,7 @@ class HookedTool(BaseTool):
             _GIVEN.reset(token)
 
     async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        tool_input = self._named(tool_input)
         given = self._given(tool_input)
         token = _GIVEN.set((kwargs.get("tool_call_id"), given))
         injected = CALLER_INJECTED.set(self._caller_injected(given))
@@ -275,6 +285,14 @@ class HookedTool(BaseTool):
             GUARDED_BY.reset(guarded)
             CALLER_INJECTED.reset(injected)
             _GIVEN.reset(token)
+
+    def _named(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
+        """The input with each argument given under an alias under its name, where the schema
+        takes that (see :func:`._tool_args.named`): what the guards judge, the function gets."""
+        model = self._model()
+        if model is None or not isinstance(tool_input, dict):
+            return tool_input
+        return named(model, tool_input)
 
     def _caller_injected(self, given: dict[str, Any]) -> dict[str, Any]:
         """The ``InjectedToolArg`` arguments the caller gave (a user id the model may not set),
@@ -309,7 +327,10 @@ class HookedTool(BaseTool):
         model = self._model()
         fields = model.model_fields if model is not None else {}
         args: dict[str, Any] = {}
-        for key, value in {**kwargs, **decided}.items():
+        # an argument given under an alias the schema takes alone (``f`` for ``force``)
+        # reaches the function so, as it would unwrapped (LangChain's ``kwargs`` name it not)
+        aliased = {k: v for k, v in given.items() if k not in fields and _aliases(fields, k)}
+        for key, value in {**aliased, **kwargs, **decided}.items():
             if key in decided and (key not in started or decided[key] != started[key]):
                 args[key] = value  # the hook's
             elif key in given:
@@ -318,6 +339,15 @@ class HookedTool(BaseTool):
                 args[key] = value
         for key in started.keys() - decided.keys():  # a hook removed it
             args.pop(key, None)
+            for alias in spellings(fields[key]) if key in fields else ():
+                args.pop(alias, None)
+        for key, value in decided.items():
+            # the schema takes only the aliases (its name was added for the guards): the
+            # function gets the value the hook gave the name, not the one the alias held
+            changed = key not in started or value != started[key]
+            for alias in spellings(fields[key]) if changed and key in fields else ():
+                if alias in args and alias not in fields:
+                    args[alias] = value
         return self._for_inner(args)
 
     def _inner_input(self, tool: ToolRun, kwargs: dict[str, Any]) -> Any:
