@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
 
-from langchain_core.tools import InjectedToolArg
+from langchain_core.tools import BaseTool, InjectedToolArg
+from langgraph.prebuilt import ToolRuntime
 from pydantic import AliasChoices, BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError
 
-__all__ = ["injects", "json_form", "named", "spellings"]
+__all__ = ["filled_in", "injects", "json_form", "named", "spellings"]
 
 
 def injects(marker: Any) -> bool:
@@ -73,3 +77,36 @@ def named(model: type[BaseModel], given: dict[str, Any]) -> dict[str, Any]:
     except ValidationError:
         same = False
     return renamed if same else given
+
+
+def _fills(hint: Any) -> bool:
+    """An annotation of an argument the graph or the caller fills in: a ``ToolRuntime``
+    (generic or not), or one ``Annotated`` with an ``InjectedToolArg``."""
+    if typing.get_origin(hint) is Annotated:
+        base, *marks = typing.get_args(hint)
+        return any(map(injects, marks)) or _fills(base)
+    kind = typing.get_origin(hint) or hint
+    return isinstance(kind, type) and issubclass(kind, ToolRuntime)
+
+
+def filled_in(tool: BaseTool) -> frozenset[str]:
+    """The arguments of ``tool``'s function the graph fills in (its ``ToolRuntime``) as its
+    signature says, which is where LangChain reads them to keep them from callbacks; its
+    argument schema may not say so (LangChain's ``ShellToolMiddleware`` declares
+    ``runtime: Any``), and the wrapper's function says nothing."""
+    function = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
+    if function is None:
+        return frozenset()
+    try:
+        return _filled_in(function)
+    except TypeError:  # a callable that cannot be a cache key (an object without a hash)
+        return _filled_in.__wrapped__(function)
+
+
+@functools.lru_cache(maxsize=1024)  # asked at each call: the hints are read once a function
+def _filled_in(function: Callable[..., Any]) -> frozenset[str]:
+    try:
+        hints = typing.get_type_hints(function, include_extras=True)
+    except Exception:  # an annotation that names what its module does not import
+        return frozenset()
+    return frozenset(k for k, hint in hints.items() if k != "return" and _fills(hint))

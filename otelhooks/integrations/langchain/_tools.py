@@ -47,7 +47,12 @@ from otelhooks.integrations.langchain._handler import (
     ToolRun,
 )
 from otelhooks.integrations.langchain._quiet_run import quiet_config, quiet_tool
-from otelhooks.integrations.langchain._tool_args import json_form, named, spellings
+from otelhooks.integrations.langchain._tool_args import (
+    filled_in,
+    json_form,
+    named,
+    spellings,
+)
 from otelhooks.integrations.langchain._tool_results import (
     ResultNotRewritableError,
     retold,
@@ -65,8 +70,9 @@ Manager = CallbackManagerForToolRun | AsyncCallbackManagerForToolRun
 
 # what ``run`` was given (the model's tool call id, the input before any validation): LangChain
 # hands ``_run`` neither, and ``_run`` runs in a copy of ``run``'s context
-_GIVEN: contextvars.ContextVar[tuple[str | None, dict[str, Any]]] = contextvars.ContextVar(
-    "otelhooks_langchain_given", default=(None, {})
+# and what the graph filled in that no callback may see (see ``_kept_back``)
+_GIVEN: contextvars.ContextVar[tuple[str | None, dict[str, Any], dict[str, Any]]] = (
+    contextvars.ContextVar("otelhooks_langchain_given", default=(None, {}, {}))
 )
 
 _UNJUDGED = (
@@ -261,9 +267,9 @@ class HookedTool(BaseTool):
         return {**full, **values, **json_form(parsed, values)}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        tool_input = self._named(tool_input)
+        tool_input, kept_back = self._kept_back(self._named(tool_input))
         given = self._given(tool_input)
-        token = _GIVEN.set((kwargs.get("tool_call_id"), given))
+        token = _GIVEN.set((kwargs.get("tool_call_id"), given, kept_back))
         injected = CALLER_INJECTED.set(self._caller_injected(given))
         guarded = GUARDED_BY.set(None)  # this call is judged; what its tool runs is its own
         try:
@@ -274,9 +280,9 @@ class HookedTool(BaseTool):
             _GIVEN.reset(token)
 
     async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        tool_input = self._named(tool_input)
+        tool_input, kept_back = self._kept_back(self._named(tool_input))
         given = self._given(tool_input)
-        token = _GIVEN.set((kwargs.get("tool_call_id"), given))
+        token = _GIVEN.set((kwargs.get("tool_call_id"), given, kept_back))
         injected = CALLER_INJECTED.set(self._caller_injected(given))
         guarded = GUARDED_BY.set(None)
         try:
@@ -285,6 +291,26 @@ class HookedTool(BaseTool):
             GUARDED_BY.reset(guarded)
             CALLER_INJECTED.reset(injected)
             _GIVEN.reset(token)
+
+    def _kept_back(
+        self, tool_input: str | dict[str, Any]
+    ) -> tuple[str | dict[str, Any], dict[str, Any]]:
+        """The input without what the graph filled in that the tool's function alone says it
+        does (a ``ToolRuntime``: the agent's whole state, the run's config), and that: the
+        guards, the span and the callbacks never get it (unwrapped, LangChain keeps it from
+        them), the inner tool does. Not an argument the schema requires: validated without
+        it, the call would fail."""
+        model = self._model()
+        fields = model.model_fields if model is not None else {}
+        keys = filled_in(self.inner)
+        if not keys or not isinstance(tool_input, dict):
+            return tool_input, {}
+        back = {
+            k: v
+            for k, v in tool_input.items()
+            if k in keys and not (k in fields and fields[k].is_required())
+        }
+        return {k: v for k, v in tool_input.items() if k not in back}, back
 
     def _named(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
         """The input with each argument given under an alias under its name, where the schema
@@ -321,7 +347,7 @@ class HookedTool(BaseTool):
         get other values than the guards judged), an argument a hook rewrote as the hook
         gave it, a default the caller left out left for the inner tool to fill in, injected
         arguments (``InjectedToolCallId``) as LangChain filled them in."""
-        given = _GIVEN.get()[1]
+        _, given, kept_back = _GIVEN.get()
         decided = tool.call.args if tool is not None else {}
         started = tool.args if tool is not None else {}
         model = self._model()
@@ -348,7 +374,7 @@ class HookedTool(BaseTool):
             for alias in spellings(fields[key]) if changed and key in fields else ():
                 if alias in args and alias not in fields:
                     args[alias] = value
-        return self._for_inner(args)
+        return {**self._for_inner(args), **kept_back}
 
     def _inner_input(self, tool: ToolRun, kwargs: dict[str, Any]) -> Any:
         """The validated input (injected arguments included), then any rewritten arguments; as
