@@ -49,7 +49,16 @@ class ByChoices(BaseModel):
     force: bool = False
 
 
+class ByAliasForbiddingOthers(BaseModel):
+    """Only the aliases, and no other key (``extra="forbid"``): the name may not ride beside."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(alias="file_path")
+    force: bool = Field(False, alias="f")
+
+
 SCHEMAS = {"either": ByEitherName, "alias_only": ByAliasOnly, "choices": ByChoices}
+RUNNABLE = {**SCHEMAS, "alias_forbid": ByAliasForbiddingOthers}
 
 
 def _rm(schema: type[BaseModel], ran: list[tuple[str, bool]]) -> BaseTool:
@@ -127,14 +136,16 @@ def test_a_rewrite_of_an_aliased_argument_is_what_the_function_gets(
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
 @pytest.mark.parametrize("with_handler", [True, False], ids=["handler", "no_handler"])
-@pytest.mark.parametrize("schema", sorted(SCHEMAS))
+@pytest.mark.parametrize("schema", sorted(RUNNABLE))
 def test_an_aliased_argument_reaches_the_function_as_it_does_unwrapped(
     pipe: TestPipeline, mode: str, with_handler: bool, schema: str
 ) -> None:
     # before: without a handler, ``f=True`` (an alias the schema takes alone) never reached
-    # the wrapped function, which ran with ``force=False`` where the unwrapped one forced
+    # the wrapped function, which ran with ``force=False`` where the unwrapped one forced;
+    # a schema forbidding other keys refused the wrapped call (the inner tool was given the
+    # argument under both its alias and its name)
     ran: list[tuple[str, bool]] = []
-    rm = _rm(SCHEMAS[schema], ran)
+    rm = _rm(RUNNABLE[schema], ran)
     args = {"target": "/tmp/a.txt", "force": True}
     if schema != "choices":
         args = {"file_path": "/tmp/a.txt", "f": True}

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from langchain_core.tools import BaseTool, InjectedToolArg
 from langgraph.prebuilt import ToolRuntime
-from pydantic import AliasChoices, BaseModel, ValidationError
+from pydantic import AliasChoices, BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError
 
@@ -72,9 +72,9 @@ def named(model: type[BaseModel], given: dict[str, Any]) -> dict[str, Any]:
                 renamed[name] = renamed.pop(key)  # both given: pydantic takes the alias's
     if renamed == given:
         return given
-    try:
+    try:  # a probe: a validator's own error is no reason to fail the call
         same = model.model_validate(renamed) == model.model_validate(given)
-    except ValidationError:
+    except Exception:
         same = False
     return renamed if same else given
 

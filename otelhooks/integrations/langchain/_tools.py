@@ -262,8 +262,12 @@ class HookedTool(BaseTool):
             return full
         # each field given, under its name too when it was given under an alias the schema
         # takes alone (``file_path``): a guard reads the name the function receives
-        given = parsed.model_fields_set
-        values = {k: getattr(parsed, k) for k in fields if k in full or k in given}
+        shown = full.keys() | parsed.model_fields_set
+        values = {k: getattr(parsed, k) for k in fields if k in shown}
+        try:  # a probe: its validators see their own output here, which one may refuse
+            model.model_validate({**full, **values})
+        except Exception:  # e.g. the schema forbids what it takes under no alias: as given
+            return dict(tool_input)
         return {**full, **values, **json_form(parsed, values)}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
@@ -374,6 +378,9 @@ class HookedTool(BaseTool):
             for alias in spellings(fields[key]) if changed and key in fields else ():
                 if alias in args and alias not in fields:
                     args[alias] = value
+        for key, field in fields.items():  # the alias carries it: its name is no second key
+            if key in args and key not in given and spellings(field) - {key} & args.keys():
+                del args[key]
         return {**self._for_inner(args), **kept_back}
 
     def _inner_input(self, tool: ToolRun, kwargs: dict[str, Any]) -> Any:
