@@ -5,6 +5,7 @@ LangGraph ``Command``'s update and ``goto``), or the call fails loudly (a real `
 from __future__ import annotations
 
 import asyncio
+import json
 import operator
 from typing import Annotated, Any
 
@@ -179,3 +180,37 @@ def test_a_tool_message_keeps_its_status_and_artifact_when_a_hook_rewrites_it(
         "p1": ("success", "token=*** from a", {"bytes": 42}),
         "b1": ("error", "*** refused for b", None),
     }
+
+
+def _redact_blocks(event: HookEvent) -> None:
+    # a redactor that reads the result as the JSON it is everywhere else
+    result = event.result  # type: ignore[attr-defined]
+    blocks = json.loads(result["content"])
+    for block in blocks:
+        block["text"] = block["text"].replace("SECRET", "***")
+    result["content"] = json.dumps(blocks)
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_content_blocks_reach_the_hooks_as_json_and_the_model_as_blocks(
+    pipe: TestPipeline, mode: str
+) -> None:
+    # a tool answering with content blocks (a list, as an MCP tool does): the hooks got
+    # Python's repr of the list, "[{'type': 'text', ...}]", which a redactor parsing JSON
+    # fails on (the model then read SECRET), and a redaction made the blocks that text
+    @tool
+    def page(url: str) -> list[dict[str, str]]:
+        """Fetch a page."""
+        return [{"type": "text", "text": f"token=SECRET from {url}"}]
+
+    pipe.register(hook("redact", "tool_result_persist", _redact_blocks))
+    node = ToolNode([hook_tool(page)])
+    app = StateGraph(MessagesState).add_node("tools", node).add_edge(START, "tools").compile()
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer)]}
+    given = _calls(("page", {"url": "a"}, "p1"))
+    out = app.invoke(given, config) if mode == "invoke" else asyncio.run(app.ainvoke(given, config))
+    answer = out["messages"][-1]
+    assert (answer.status, answer.content) == (
+        "success",
+        [{"type": "text", "text": "token=*** from a"}],
+    )

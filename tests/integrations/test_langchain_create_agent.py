@@ -24,7 +24,7 @@ from langgraph.types import Command, interrupt
 from pydantic import Field
 from structlog.testing import capture_logs
 
-from otelhooks import Block, HookEvent
+from otelhooks import Block, HookEvent, ToolDenied
 from otelhooks.integrations.langchain import (
     OtelHooksCallbackHandler,
     OtelHooksMiddleware,
@@ -276,6 +276,35 @@ def test_the_middleware_alone_enforces_the_hooks_and_says_what_it_cannot_see(
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_middleware_before_ours_running_a_tool_itself_is_said_or_refused(
+    pipe: TestPipeline, mode: str
+) -> None:
+    # a user's middleware listed BEFORE ours that runs the tool itself (a cache, a retry)
+    # never reaches our wrap_tool_call. With the handler given to the middleware only, the
+    # denied delete runs unjudged: that is said, as an error, at the agent's model call
+    # (before: not a word, since the check lived in the wrap_tool_call never reached). With
+    # the handler in the run's config too, the handler refuses the unwrapped tool as it starts
+    pipe.register(*GUARDS)
+    world = World()
+    delete_file = world.tools()[0]
+    script = [ai(("delete_file", {"path": "a.txt"}, "c1")), ai(text="done")]
+    handler = OtelHooksCallbackHandler(pipe.tracer)
+    mw = [RunsItself(delete_file), OtelHooksMiddleware(handler)]
+    agent = create_agent(Scripted(messages=iter(script)), tools=[delete_file], middleware=mw)
+    with capture_logs() as logs:
+        _invoke(agent, {"messages": [("user", "go")]}, {}, mode)
+    assert world.ran == [("delete_file", "a.txt")]  # no guard can see it: said, not hidden
+    told = [e for e in logs if "not in the run's callbacks" in e["event"]]
+    assert [e["log_level"] for e in told] == ["error"]
+
+    world.ran.clear()
+    agent = create_agent(Scripted(messages=iter(script)), tools=[delete_file], middleware=mw)
+    with pytest.raises(ToolDenied, match="no deleting"):
+        _invoke(agent, {"messages": [("user", "go")]}, {"callbacks": [handler]}, mode)
+    assert world.ran == []
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
 def test_a_tool_a_middleware_before_ours_supplies_is_wrapped_and_judged(
     pipe: TestPipeline, mode: str
 ) -> None:
@@ -330,3 +359,47 @@ def test_parallel_calls_that_ask_a_person_each_take_their_own_answer_on_resume(
     assert got == {"delete prod": "no"}
     assert _by_id(done)["c1"].content == "reads are off now"
     assert _by_id(done)["c2"].content == "delete prod: no"
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_the_graph_s_runtime_is_no_argument_the_guards_or_listeners_see(
+    pipe: TestPipeline, mode: str, tmp_path: Any
+) -> None:
+    # LangChain's own ShellToolMiddleware declares its shell tool's ToolRuntime in the
+    # argument schema as ``runtime: Any`` (its function says ToolRuntime, which LangChain
+    # reads to hide it). Wrapped, the tool's ToolRuntime (the agent's whole state, the run's
+    # config) was an argument: every guard, the span and each callback handler got it
+    from langchain.agents.middleware import HostExecutionPolicy, ShellToolMiddleware
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Listener(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.inputs: list[Any] = []
+
+        def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
+            self.inputs.append(dict(kwargs.get("inputs") or {}))
+
+    seen: list[dict[str, Any]] = []
+
+    def no_pwn(event: Any) -> Block | None:
+        seen.append(dict(event.args))
+        return Block("no") if "pwned" in str(event.args.get("command")) else None
+
+    pipe.register(hook("no-pwn", "before_tool_call", no_pwn))
+    handler, listener = OtelHooksCallbackHandler(pipe.tracer), Listener()
+    shell = ShellToolMiddleware(
+        workspace_root=str(tmp_path / "ws"), execution_policy=HostExecutionPolicy()
+    )
+    mark = tmp_path / "pwned"
+    calls = (("shell", {"command": f"touch {mark}"}, "c1"), ("shell", {"command": "echo hi"}, "c2"))
+    model = Scripted(messages=iter([ai(*calls), ai(text="done")]))
+    agent = create_agent(model, tools=[], middleware=[OtelHooksMiddleware(handler), shell])
+    result = _invoke(
+        agent, {"messages": [("user", "go")]}, {"callbacks": [handler, listener]}, mode
+    )
+
+    assert not mark.exists()
+    answers = _by_id(result)
+    assert (answers["c1"].status, answers["c2"].content) == ("error", "hi\n")
+    assert sorted(seen, key=str) == [{"command": "echo hi"}, {"command": f"touch {mark}"}]
+    assert all("runtime" not in given for given in listener.inputs)

@@ -442,3 +442,68 @@ def test_a_tool_class_without_an_args_schema_keeps_its_arguments_wrapped() -> No
     assert shell.invoke({"command": "ls"}, config=config) == "ran ls"
     assert inner.ran == ["ls"]
     assert oh.shutdown().ok
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "tool_node"])
+def test_an_unwrapped_tool_whose_call_the_handler_failed_to_open_is_refused(mode: str) -> None:
+    # before: the handler's failure was logged and swallowed, and the tool no hook_tool
+    # wraps ran past a deny-everything guard (a wrapped one was refused)
+    oh, handler, ran, wipe = _setup()
+    raw = wipe.inner  # type: ignore[attr-defined]
+    config: Any = {"callbacks": [handler], "metadata": {"thread_id": Unprintable()}}
+    args = {"targets": {"a": "/"}}
+    if mode == "tool_node":
+        node = ToolNode([raw], handle_tool_errors=True)
+        graph = StateGraph(MessagesState).add_node("tools", node).add_edge(START, "tools")
+        call = {"name": "wipe", "args": args, "id": "c1", "type": "tool_call"}
+        out = graph.compile().invoke({"messages": [AIMessage("", tool_calls=[call])]}, config)
+        assert "refused rather than run without its guards" in out["messages"][-1].content
+    else:
+        run = (
+            raw.invoke
+            if mode == "invoke"
+            else lambda a, config: asyncio.run(raw.ainvoke(a, config))
+        )
+        with pytest.raises(otelhooks.ToolDenied, match="refused rather than run without"):
+            run(args, config=config)
+    assert ran == []
+    assert oh.shutdown().ok
+
+
+def test_an_unwrapped_call_under_another_calls_run_id_is_refused() -> None:
+    # a caller's fixed config["run_id"] on two calls at once: the later call was never
+    # judged (its start found the id taken) and, with no wrapper to refuse it, ran
+    hooks = [
+        {
+            "id": "passwd",
+            "type": "before_tool_call",
+            "handler": lambda e: Block("no") if e.args["path"] == "/etc/passwd" else None,
+        }
+    ]
+    oh = otelhooks.configure(otlp=False, set_global=False, hooks=hooks)
+    running, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    @tool
+    def read(path: str) -> str:
+        """Read a file."""
+        ran.append(path)
+        if path == "/tmp/ok":
+            running.set()
+            release.wait(30)  # still open when the other call starts under its run id
+        return "contents"
+
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(oh.tracer)], "run_id": uuid.UUID(int=9)}
+    first = threading.Thread(
+        target=read.invoke, args=({"path": "/tmp/ok"},), kwargs={"config": config}
+    )
+    first.start()
+    try:
+        assert running.wait(30)
+        with pytest.raises(otelhooks.ToolDenied, match="refused rather than run without"):
+            read.invoke({"path": "/etc/passwd"}, config=config)
+    finally:
+        release.set()
+        first.join(30)
+    assert ran == ["/tmp/ok"]
+    assert oh.shutdown().ok

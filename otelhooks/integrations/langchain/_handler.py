@@ -18,7 +18,9 @@ tool start, end, error              ``execute_tool {tool}`` in the current step 
 Nested chains (graph nodes, sub-chains) are not spans of their own; their model and tool calls
 belong to the root run's operation. A ``before_agent_start`` block refuses the root run: its
 start raises :class:`RunBlockedError` (the handler's ``raise_error``), so the graph, chain or
-model never runs; every other failure of the handler is logged and swallowed. The
+model never runs; every other failure of the handler is logged and swallowed, but one as a
+tool starts refuses it (a wrapped tool's wrapper finds no record; any other raises
+:class:`~otelhooks.ToolDenied`): its guards never judged it. The
 ``before_tool_call`` hooks run at tool start; a tool wrapped with
 :func:`~otelhooks.integrations.langchain.hook_tool` obeys a deny, a mock or a rewrite. A
 callback cannot hand any other tool a mock or new arguments, so a call of it the hooks deny,
@@ -68,7 +70,7 @@ from otelhooks.integrations.langchain._tool_run import (
     ToolNotHookedError,
     ToolRun,
 )
-from otelhooks.integrations.langchain._unwrapped import refusal, withheld
+from otelhooks.integrations.langchain._unwrapped import refusal, unjudged, withheld
 
 __all__ = [
     "HOOKED_METADATA_KEY",
@@ -279,78 +281,107 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         with _Guard("on_tool_start"):
-            with self._lock:
-                metadata = kwargs.get("metadata") or {}
-                if metadata.get(INNER_RUN_KEY):
-                    # the wrapper's inner tool: one span only
-                    self._runs.root(run_id, parent_run_id)
-                    return
-                name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
-                hooked = bool(metadata.get(HOOKED_METADATA_KEY))
-                if not hooked and GUARDED_BY.get() is self:
-                    # a middleware after ours ran a tool of its own: nothing would enforce
-                    # a deny its guards gave, so it does not start
-                    _log.error(
-                        "a tool no hook_tool wraps ran inside OtelHooksMiddleware: refused",
-                        tool=name,
-                    )
-                    raise ToolNotHookedError(
-                        f"tool {name!r} started inside an OtelHooksMiddleware tool call without "
-                        "the otelhooks wrapper that enforces its hooks (a middleware listed after "
-                        "OtelHooksMiddleware ran or substituted it): refused"
-                    )
-                if run_id in self._tools:  # a caller's fixed config["run_id"], two calls at once
-                    self._tools[run_id].contested = True
-                    self._sharers[run_id] = self._sharers.get(run_id, 0) + 1
-                    _log.error("two tool calls share one run id: refused", tool=name)
-                    return
-                run = self._open(run_id, parent_run_id, name, kwargs)
-                step = run.current_step()
-                run.open_in_step += 1
-                tool_call_id = kwargs.get("tool_call_id")
-                args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
-                if hooked:  # what the caller injected (a user id) is the guards' to judge too
-                    args.update(CALLER_INJECTED.get() or {})
-                call = step.tool_call(self.identifier, name, args, tool_call_id=tool_call_id)
-                if run.wave is not None:
-                    run.wave.saw(metadata)
-                resumed = run.wave is not None and run.wave.holds(metadata)
-                rootless = run.owner == run_id  # no graph run seen: a resume is not told
-                tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id, args=args)
-                self._tools[run_id] = tool
-                unnamed = run.unnamed_key(metadata, name) if tool_call_id is None else None
             try:
-                tool.scope.enter()
-            except Exception:
-                # no record: the wrapper refuses the call its guards never judged
-                with self._lock:
-                    self._tools.pop(run_id, None)
-                    run.call_ended()
+                self._tool_start(serialized, input_str, run_id, parent_run_id, inputs, kwargs)
+            except _REFUSALS:
                 raise
-            # a call without an id in a handler that sees no graph run has no place to be
-            # known by (each such call is a run of its own)
-            if hooked and (tool_call_id is not None or not rootless):
-                self._paused.judge(
-                    run_id,
-                    tool,
-                    metadata,
-                    resumed=resumed,
-                    rootless=rootless,
-                    call_id=unnamed,
-                    graph_run=run.owner,
+            except Exception as exc:
+                metadata = kwargs.get("metadata") or {}
+                if metadata.get(HOOKED_METADATA_KEY) or metadata.get(INNER_RUN_KEY):
+                    raise  # logged; the wrapper, finding no record, refuses the call
+                # no wrapper refuses a call of this tool that its guards never judged
+                with self._lock:
+                    opened = self._tools.pop(run_id, None)
+                    run = self._runs.of(run_id)
+                    if opened is not None and run is not None:
+                        run.call_ended()
+                    self._runs.end(run_id, exc)
+                raise unjudged(str((serialized or {}).get("name") or "tool"), exc) from exc
+
+    def _tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        inputs: dict[str, Any] | None,
+        kwargs: dict[str, Any],
+    ) -> None:
+        """:meth:`on_tool_start`: open the call's span, its hooks deciding as it opens."""
+        with self._lock:
+            metadata = kwargs.get("metadata") or {}
+            if metadata.get(INNER_RUN_KEY):
+                # the wrapper's inner tool: one span only
+                self._runs.root(run_id, parent_run_id)
+                return
+            name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
+            hooked = bool(metadata.get(HOOKED_METADATA_KEY))
+            if not hooked and GUARDED_BY.get() is self:
+                # a middleware after ours ran a tool of its own: nothing would enforce
+                # a deny its guards gave, so it does not start
+                _log.error(
+                    "a tool no hook_tool wraps ran inside OtelHooksMiddleware: refused",
+                    tool=name,
                 )
-            if not hooked and (not call.should_run or call.args != args):
-                denial = refusal(call)
-                # LangChain calls no end of a run whose start raised: its record ends here
-                with self._lock:
-                    self._tools.pop(run_id, None)
-                    still = self._runs.of(run_id)
-                    if still is not None:
-                        still.call_ended()
-                tool.scope.exit(None)
-                with self._lock:
-                    self._runs.end(run_id)
-                raise denial
+                raise ToolNotHookedError(
+                    f"tool {name!r} started inside an OtelHooksMiddleware tool call without "
+                    "the otelhooks wrapper that enforces its hooks (a middleware listed after "
+                    "OtelHooksMiddleware ran or substituted it): refused"
+                )
+            if run_id in self._tools:  # a caller's fixed config["run_id"], two calls at once
+                _log.error("two tool calls share one run id: refused", tool=name)
+                if not hooked:  # no wrapper refuses it: it must not start (nor end the other)
+                    raise unjudged(name, None)
+                self._tools[run_id].contested = True
+                self._sharers[run_id] = self._sharers.get(run_id, 0) + 1
+                return
+            run = self._open(run_id, parent_run_id, name, kwargs)
+            step = run.current_step()
+            run.open_in_step += 1
+            tool_call_id = kwargs.get("tool_call_id")
+            args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
+            if hooked:  # what the caller injected (a user id) is the guards' to judge too
+                args.update(CALLER_INJECTED.get() or {})
+            call = step.tool_call(self.identifier, name, args, tool_call_id=tool_call_id)
+            if run.wave is not None:
+                run.wave.saw(metadata)
+            resumed = run.wave is not None and run.wave.holds(metadata)
+            rootless = run.owner == run_id  # no graph run seen: a resume is not told
+            tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id, args=args)
+            self._tools[run_id] = tool
+            unnamed = run.unnamed_key(metadata, name) if tool_call_id is None else None
+        try:
+            tool.scope.enter()
+        except Exception:
+            # no record: the wrapper refuses the call its guards never judged
+            with self._lock:
+                self._tools.pop(run_id, None)
+                run.call_ended()
+            raise
+        # a call without an id in a handler that sees no graph run has no place to be
+        # known by (each such call is a run of its own)
+        if hooked and (tool_call_id is not None or not rootless):
+            self._paused.judge(
+                run_id,
+                tool,
+                metadata,
+                resumed=resumed,
+                rootless=rootless,
+                call_id=unnamed,
+                graph_run=run.owner,
+            )
+        if not hooked and (not call.should_run or call.args != args):
+            denial = refusal(call)
+            # LangChain calls no end of a run whose start raised: its record ends here
+            with self._lock:
+                self._tools.pop(run_id, None)
+                still = self._runs.of(run_id)
+                if still is not None:
+                    still.call_ended()
+            tool.scope.exit(None)
+            with self._lock:
+                self._runs.end(run_id)
+            raise denial
 
     def _tool_done(self, run_id: UUID, output: Any, exc: BaseException | None) -> None:
         withheld_by: ToolDenied | None = None
@@ -397,6 +428,10 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             self._tool_done(run_id, None, error)
 
 
+# what leaves a callback of the handler; any other failure is logged and swallowed
+_REFUSALS = (RunBlockedError, ToolNotHookedError, ToolDenied, UnguardedToolWarning)
+
+
 class _Guard:
     """Log and swallow a failure of the handler: telemetry must not break the run."""
 
@@ -408,8 +443,7 @@ class _Guard:
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
         # UnguardedToolWarning leaves it only where warnings are errors: the user refuses such runs
-        refusals = RunBlockedError | ToolNotHookedError | ToolDenied | UnguardedToolWarning
-        if isinstance(exc, Exception) and not isinstance(exc, refusals):
+        if isinstance(exc, Exception) and not isinstance(exc, _REFUSALS):
             _log.error("langchain adapter failed", callback=self.what, exc_info=exc)
             return True
         return False

@@ -8,7 +8,9 @@ and enforced where they are for a ``ToolNode`` of hooked tools), the handler in 
 tool's callbacks (so its guards judge the call even when a run's config forgets it). Listed
 first, it is the outermost: any middleware after it that runs a tool of its own, or puts an
 unwrapped tool in the request, has that tool refused as it starts
-(:class:`ToolNotHookedError`).
+(:class:`ToolNotHookedError`). A middleware before it that runs a tool itself never reaches it:
+only the handler in the run's config sees that tool, and its absence there is said (an error)
+at the agent's model call.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ToolCallR
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.config import get_config
 from langgraph.types import Command
 
 from otelhooks.integrations.langchain._handler import OtelHooksCallbackHandler
@@ -85,12 +88,12 @@ class OtelHooksMiddleware(AgentMiddleware):
         self._lock = threading.Lock()
         self._told = False  # that the handler was missing from a run's config
 
-    def _in_config(self, request: ToolCallRequest) -> None:
-        """Log an error (once) when the handler is not in the run's callbacks: it judges the
-        calls it wraps, but cannot see (so refuse) a tool a later middleware runs itself."""
-        runtime = getattr(request, "runtime", None)
-        config = getattr(runtime, "config", None) or {}
-        callbacks = config.get("callbacks")
+    def _in_config(self, config: Any) -> None:
+        """Log an error (once) when the handler is not in the run's callbacks (``config``): it
+        judges the calls it wraps, but cannot see (so refuse) a tool another middleware runs
+        itself. Checked at each model call too: a middleware listed before this one that runs
+        the tool itself never reaches :meth:`wrap_tool_call`."""
+        callbacks = (config or {}).get("callbacks")
         if isinstance(callbacks, BaseCallbackManager):
             callbacks = callbacks.handlers
         if self.handler in list(callbacks or []):
@@ -99,11 +102,19 @@ class OtelHooksMiddleware(AgentMiddleware):
             told, self._told = self._told, True
         if not told:
             _log.error(
-                "OtelHooksMiddleware's handler is not in the run's callbacks: a tool a later "
-                "middleware runs itself goes unjudged",
+                "OtelHooksMiddleware's handler is not in the run's callbacks: a tool a "
+                "middleware listed before it, or after it, runs itself goes unjudged",
                 fix="invoke the agent with config={'callbacks': [handler]}, or "
-                "agent.with_config(callbacks=[handler])",
+                "agent.with_config(callbacks=[handler]); list OtelHooksMiddleware first",
             )
+
+    def _model_call_config(self) -> None:
+        """:meth:`_in_config` for the model call running now (its node's config)."""
+        try:
+            config = get_config()
+        except RuntimeError:  # not in a graph's run: no tool of it runs either
+            return
+        self._in_config(config)
 
     def _hooked(self, tool: BaseTool) -> BaseTool:
         """``tool`` behind :func:`hook_tool`, the handler among its own callbacks (LangChain adds
@@ -136,6 +147,7 @@ class OtelHooksMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: ModelRequest[Any], handler: Callable[..., Any]) -> Any:
         """Call the model as asked, after naming the provider tools no hook can stop."""
+        self._model_call_config()
         self._provider_tools(request)
         return handler(request)
 
@@ -143,6 +155,7 @@ class OtelHooksMiddleware(AgentMiddleware):
         self, request: ModelRequest[Any], handler: Callable[..., Awaitable[Any]]
     ) -> Any:
         """As :meth:`wrap_model_call`, in an async run."""
+        self._model_call_config()
         self._provider_tools(request)
         return await handler(request)
 
@@ -150,7 +163,7 @@ class OtelHooksMiddleware(AgentMiddleware):
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Result]
     ) -> Result:
         """Run the call with its tool hooked, the handler refusing any tool started unhooked."""
-        self._in_config(request)
+        self._in_config(getattr(request.runtime, "config", None))
         token = GUARDED_BY.set(self.handler)
         try:
             return handler(self._request(request))
@@ -163,7 +176,7 @@ class OtelHooksMiddleware(AgentMiddleware):
         handler: Callable[[ToolCallRequest], Awaitable[Result]],
     ) -> Result:
         """As :meth:`wrap_tool_call`, in an async run."""
-        self._in_config(request)
+        self._in_config(getattr(request.runtime, "config", None))
         token = GUARDED_BY.set(self.handler)
         try:
             return await handler(self._request(request))

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
 
-from langchain_core.tools import InjectedToolArg
-from pydantic import BaseModel
+from langchain_core.tools import BaseTool, InjectedToolArg
+from langgraph.prebuilt import ToolRuntime
+from pydantic import AliasChoices, BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError
 
-__all__ = ["injects", "json_form"]
+__all__ = ["filled_in", "injects", "json_form", "named", "spellings"]
 
 
 def injects(marker: Any) -> bool:
@@ -42,3 +47,66 @@ def json_form(parsed: BaseModel, values: dict[str, Any]) -> dict[str, Any]:
     except Exception:  # a probe: the values as validated are what LangChain took before
         return {}
     return form
+
+
+def spellings(field: FieldInfo) -> set[str]:
+    """The keys other than its name that ``field`` is given under: its alias and each plain
+    validation alias (a nested ``AliasPath`` is no key of its own)."""
+    found: set[str] = set()
+    for alias in (field.alias, field.validation_alias):
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        found.update(c for c in choices if isinstance(c, str))
+    return found
+
+
+def named(model: type[BaseModel], given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` with each argument given under an alias (``file_path``) under the name the
+    function receives it by (``path``) instead, when the schema takes the names (its
+    ``populate_by_name``): a guard reading ``path`` must see the call that spells it
+    ``file_path``, which the model may send as well as ``path``. ``given`` as it is when the
+    schema takes only the aliases, or nothing was spelled otherwise, or it is invalid."""
+    renamed = dict(given)
+    for name, field in model.model_fields.items():
+        for key in spellings(field) - {name}:
+            if key in renamed and key not in model.model_fields:
+                renamed[name] = renamed.pop(key)  # both given: pydantic takes the alias's
+    if renamed == given:
+        return given
+    try:  # a probe: a validator's own error is no reason to fail the call
+        same = model.model_validate(renamed) == model.model_validate(given)
+    except Exception:
+        same = False
+    return renamed if same else given
+
+
+def _fills(hint: Any) -> bool:
+    """An annotation of an argument the graph or the caller fills in: a ``ToolRuntime``
+    (generic or not), or one ``Annotated`` with an ``InjectedToolArg``."""
+    if typing.get_origin(hint) is Annotated:
+        base, *marks = typing.get_args(hint)
+        return any(map(injects, marks)) or _fills(base)
+    kind = typing.get_origin(hint) or hint
+    return isinstance(kind, type) and issubclass(kind, ToolRuntime)
+
+
+def filled_in(tool: BaseTool) -> frozenset[str]:
+    """The arguments of ``tool``'s function the graph fills in (its ``ToolRuntime``) as its
+    signature says, which is where LangChain reads them to keep them from callbacks; its
+    argument schema may not say so (LangChain's ``ShellToolMiddleware`` declares
+    ``runtime: Any``), and the wrapper's function says nothing."""
+    function = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
+    if function is None:
+        return frozenset()
+    try:
+        return _filled_in(function)
+    except TypeError:  # a callable that cannot be a cache key (an object without a hash)
+        return _filled_in.__wrapped__(function)
+
+
+@functools.lru_cache(maxsize=1024)  # asked at each call: the hints are read once a function
+def _filled_in(function: Callable[..., Any]) -> frozenset[str]:
+    try:
+        hints = typing.get_type_hints(function, include_extras=True)
+    except Exception:  # an annotation that names what its module does not import
+        return frozenset()
+    return frozenset(k for k, hint in hints.items() if k != "return" and _fills(hint))

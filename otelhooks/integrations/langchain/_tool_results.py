@@ -5,10 +5,13 @@ and the exception a tool raised, made again with the text the hooks kept of it."
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any, cast
 
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
+
+from otelhooks._fingerprint import canonical_json
 
 __all__ = [
     "ResultNotRewritableError",
@@ -75,14 +78,42 @@ def succeeded(output: Any) -> bool:
     return getattr(output, "status", None) != "error"
 
 
-def text(output: Any, tool_call_id: str | None = None) -> str:
-    """The text of ``output`` the ``tool_result_persist`` hooks judge: a ``Command``'s is its
-    call's ``ToolMessage``'s, or (none to rewrite) the whole ``Command``'s."""
+def _content(output: Any, tool_call_id: str | None) -> Any:
+    """What of ``output`` the model reads: a ``ToolMessage``'s content (a ``Command``'s, its
+    call's message's), else ``output`` itself (a ``Command`` without such a message)."""
     if isinstance(output, Command):
         message = tool_message(output, tool_call_id)
-        output = output if message is None else message
-    content = getattr(output, "content", output)
-    return content if isinstance(content, str) else str(content)
+        if message is None:
+            return output
+        output = message
+    return getattr(output, "content", output)
+
+
+def text(output: Any, tool_call_id: str | None = None) -> str:
+    """The text of ``output`` the ``tool_result_persist`` hooks judge: a ``Command``'s is its
+    call's ``ToolMessage``'s, or (none to rewrite) the whole ``Command``'s. Content that is
+    no string (content blocks, ``[{"type": "text", "text": ...}]``; a dict) is its JSON, as
+    every other tool result's is: a hook parsing it must not meet Python's ``repr``."""
+    content = _content(output, tool_call_id)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list | dict):
+        return canonical_json(content)
+    return str(content)
+
+
+def _restored(content: Any, kept: str) -> Any:
+    """``kept`` as the content it replaces: content blocks (a list) or a dict the hooks kept
+    as JSON of the same kind are handed back as that kind (a model reads blocks, not their
+    text), anything else as the text."""
+    if isinstance(content, list | dict):
+        try:
+            again = json.loads(kept)
+        except ValueError:
+            return kept
+        if type(again) is type(content):
+            return again
+    return kept
 
 
 def kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
@@ -92,20 +123,21 @@ def kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
     such a message raises, never lost."""
     if kept == text(output, tool_call_id):
         return output
+    content = _restored(_content(output, tool_call_id), kept)
     if isinstance(output, ToolMessage):
-        return output.model_copy(update={"content": kept})
+        return output.model_copy(update={"content": content})
     holds_command = isinstance(output, list) and any(isinstance(o, Command) for o in output)
     if isinstance(output, Command):
         message = tool_message(output, tool_call_id)
         if message is not None:
             update = cast(dict[str, Any], output.update)
             messages = [
-                message.model_copy(update={"content": kept}) if m is message else m
+                message.model_copy(update={"content": content}) if m is message else m
                 for m in update["messages"]
             ]
             return dataclasses.replace(output, update={**update, "messages": messages})
     elif not holds_command:
-        return kept
+        return content
     raise ResultNotRewritableError(
         "a tool_result_persist hook changed the result of this call, a LangGraph Command (or "
         f"a list of them) without a single ToolMessage for call {tool_call_id!r} in "

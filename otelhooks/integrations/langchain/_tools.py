@@ -47,7 +47,12 @@ from otelhooks.integrations.langchain._handler import (
     ToolRun,
 )
 from otelhooks.integrations.langchain._quiet_run import quiet_config, quiet_tool
-from otelhooks.integrations.langchain._tool_args import json_form
+from otelhooks.integrations.langchain._tool_args import (
+    filled_in,
+    json_form,
+    named,
+    spellings,
+)
 from otelhooks.integrations.langchain._tool_results import (
     ResultNotRewritableError,
     retold,
@@ -65,8 +70,9 @@ Manager = CallbackManagerForToolRun | AsyncCallbackManagerForToolRun
 
 # what ``run`` was given (the model's tool call id, the input before any validation): LangChain
 # hands ``_run`` neither, and ``_run`` runs in a copy of ``run``'s context
-_GIVEN: contextvars.ContextVar[tuple[str | None, dict[str, Any]]] = contextvars.ContextVar(
-    "otelhooks_langchain_given", default=(None, {})
+# and what the graph filled in that no callback may see (see ``_kept_back``)
+_GIVEN: contextvars.ContextVar[tuple[str | None, dict[str, Any], dict[str, Any]]] = (
+    contextvars.ContextVar("otelhooks_langchain_given", default=(None, {}, {}))
 )
 
 _UNJUDGED = (
@@ -194,6 +200,11 @@ def _refusal(runs: list[ToolRun], tool: ToolRun, name: str) -> Any:
     return _denial(reason, tool.tool_call_id, name, (call.result.state or {}).get("decidedBy"))
 
 
+def _aliases(fields: dict[str, Any], key: str) -> bool:
+    """``key`` spells one of ``fields`` (an alias of it)."""
+    return any(key in spellings(field) for field in fields.values())
+
+
 class HookedTool(BaseTool):
     """``inner`` behind otelhooks' tool hooks (build it with :func:`hook_tool`)."""
 
@@ -249,12 +260,20 @@ class HookedTool(BaseTool):
             parsed = model.model_validate(tool_input)
         except ValidationError:  # LangChain's own validation answers it, as without otelhooks
             return full
-        values = {k: getattr(parsed, k) for k in full if k in fields}
+        # each field given, under its name too when it was given under an alias the schema
+        # takes alone (``file_path``): a guard reads the name the function receives
+        shown = full.keys() | parsed.model_fields_set
+        values = {k: getattr(parsed, k) for k in fields if k in shown}
+        try:  # a probe: its validators see their own output here, which one may refuse
+            model.model_validate({**full, **values})
+        except Exception:  # e.g. the schema forbids what it takes under no alias: as given
+            return dict(tool_input)
         return {**full, **values, **json_form(parsed, values)}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        tool_input, kept_back = self._kept_back(self._named(tool_input))
         given = self._given(tool_input)
-        token = _GIVEN.set((kwargs.get("tool_call_id"), given))
+        token = _GIVEN.set((kwargs.get("tool_call_id"), given, kept_back))
         injected = CALLER_INJECTED.set(self._caller_injected(given))
         guarded = GUARDED_BY.set(None)  # this call is judged; what its tool runs is its own
         try:
@@ -265,8 +284,9 @@ class HookedTool(BaseTool):
             _GIVEN.reset(token)
 
     async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        tool_input, kept_back = self._kept_back(self._named(tool_input))
         given = self._given(tool_input)
-        token = _GIVEN.set((kwargs.get("tool_call_id"), given))
+        token = _GIVEN.set((kwargs.get("tool_call_id"), given, kept_back))
         injected = CALLER_INJECTED.set(self._caller_injected(given))
         guarded = GUARDED_BY.set(None)
         try:
@@ -275,6 +295,34 @@ class HookedTool(BaseTool):
             GUARDED_BY.reset(guarded)
             CALLER_INJECTED.reset(injected)
             _GIVEN.reset(token)
+
+    def _kept_back(
+        self, tool_input: str | dict[str, Any]
+    ) -> tuple[str | dict[str, Any], dict[str, Any]]:
+        """The input without what the graph filled in that the tool's function alone says it
+        does (a ``ToolRuntime``: the agent's whole state, the run's config), and that: the
+        guards, the span and the callbacks never get it (unwrapped, LangChain keeps it from
+        them), the inner tool does. Not an argument the schema requires: validated without
+        it, the call would fail."""
+        model = self._model()
+        fields = model.model_fields if model is not None else {}
+        keys = filled_in(self.inner)
+        if not keys or not isinstance(tool_input, dict):
+            return tool_input, {}
+        back = {
+            k: v
+            for k, v in tool_input.items()
+            if k in keys and not (k in fields and fields[k].is_required())
+        }
+        return {k: v for k, v in tool_input.items() if k not in back}, back
+
+    def _named(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
+        """The input with each argument given under an alias under its name, where the schema
+        takes that (see :func:`._tool_args.named`): what the guards judge, the function gets."""
+        model = self._model()
+        if model is None or not isinstance(tool_input, dict):
+            return tool_input
+        return named(model, tool_input)
 
     def _caller_injected(self, given: dict[str, Any]) -> dict[str, Any]:
         """The ``InjectedToolArg`` arguments the caller gave (a user id the model may not set),
@@ -303,13 +351,16 @@ class HookedTool(BaseTool):
         get other values than the guards judged), an argument a hook rewrote as the hook
         gave it, a default the caller left out left for the inner tool to fill in, injected
         arguments (``InjectedToolCallId``) as LangChain filled them in."""
-        given = _GIVEN.get()[1]
+        _, given, kept_back = _GIVEN.get()
         decided = tool.call.args if tool is not None else {}
         started = tool.args if tool is not None else {}
         model = self._model()
         fields = model.model_fields if model is not None else {}
         args: dict[str, Any] = {}
-        for key, value in {**kwargs, **decided}.items():
+        # an argument given under an alias the schema takes alone (``f`` for ``force``)
+        # reaches the function so, as it would unwrapped (LangChain's ``kwargs`` name it not)
+        aliased = {k: v for k, v in given.items() if k not in fields and _aliases(fields, k)}
+        for key, value in {**aliased, **kwargs, **decided}.items():
             if key in decided and (key not in started or decided[key] != started[key]):
                 args[key] = value  # the hook's
             elif key in given:
@@ -318,7 +369,19 @@ class HookedTool(BaseTool):
                 args[key] = value
         for key in started.keys() - decided.keys():  # a hook removed it
             args.pop(key, None)
-        return self._for_inner(args)
+            for alias in spellings(fields[key]) if key in fields else ():
+                args.pop(alias, None)
+        for key, value in decided.items():
+            # the schema takes only the aliases (its name was added for the guards): the
+            # function gets the value the hook gave the name, not the one the alias held
+            changed = key not in started or value != started[key]
+            for alias in spellings(fields[key]) if changed and key in fields else ():
+                if alias in args and alias not in fields:
+                    args[alias] = value
+        for key, field in fields.items():  # the alias carries it: its name is no second key
+            if key in args and key not in given and spellings(field) - {key} & args.keys():
+                del args[key]
+        return {**self._for_inner(args), **kept_back}
 
     def _inner_input(self, tool: ToolRun, kwargs: dict[str, Any]) -> Any:
         """The validated input (injected arguments included), then any rewritten arguments; as

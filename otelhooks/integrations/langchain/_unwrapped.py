@@ -15,7 +15,7 @@ import structlog
 from otelhooks._errors import ToolDenied
 from otelhooks._instrument import ToolCall
 
-__all__ = ["refusal", "withheld"]
+__all__ = ["refusal", "unjudged", "withheld"]
 
 _FIX = "wrap it with otelhooks.integrations.langchain.hook_tool"
 
@@ -63,4 +63,22 @@ def withheld(call: ToolCall, seen: str, kept: str) -> ToolDenied | None:
         else "a tool_result_persist hook rewrote the result, which a tool no hook_tool wraps "
         "cannot return: withheld",
         tool=call.matcher_value,
+    )
+
+
+def unjudged(name: str, exc: BaseException | None) -> ToolDenied:
+    """The refusal to raise from the start of a call of the tool ``name`` that the hooks never
+    judged: the handler failed as it started (``exc``), or another call holds its run id (a
+    caller's fixed ``config["run_id"]``). A wrapped tool's wrapper refuses such a call; this
+    one would run past every guard."""
+    _log.error(
+        "otelhooks could not judge a call of a tool that is not wrapped: refused",
+        tool=name,
+        error=None if exc is None else repr(exc),
+        fix=_FIX,
+    )
+    return ToolDenied(
+        "otelhooks could not judge this call (its handler failed as the tool started, or "
+        "another call started under its run id): refused rather than run without its guards",
+        tool=name,
     )
