@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
+from otelhooks.integrations.claude_agent_sdk._witness import PreToolUseWitness
 from otelhooks.integrations.claude_code._entries import APPROVAL_EVENTS, covering_timeout
 from otelhooks.integrations.coding_agents._answers import closed_answer
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
@@ -25,7 +26,7 @@ from otelhooks.integrations.coding_agents._input import (
     as_tool_call,
     whole_characters,
 )
-from otelhooks.integrations.coding_agents._run import BridgeOptions, _refusal
+from otelhooks.integrations.coding_agents._run import BridgeOptions, _refusal, late_refusal
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._spans import SpanWriter
 
@@ -82,6 +83,10 @@ def sdk_output(event: str, response: HookResponse) -> dict[str, Any]:
             return {"hookSpecificOutput": decision}
         return {"decision": "block", "reason": response.stderr}
     if not response.stdout.strip():
+        if response.exit_code != 0 and response.stderr:
+            # a failure that decides nothing (the CLI's exit 1): the CLI shows a command hook's
+            # stderr then, and a callback's answer shows only its systemMessage
+            return {"systemMessage": response.stderr}
         return {}
     try:
         data = json.loads(response.stdout)
@@ -145,7 +150,13 @@ def hooks_for(
         fail_closed: when the callback fails on a ``PreToolUse`` or a skill's inline shell
             command (``PreSkillShellCommand``), in the bridge or before it, deny it (as the
             command bridge's ``--fail-closed``). Otherwise the failure is logged and the
-            callback raises, which the CLI shows and then runs the tool.
+            callback raises, which the CLI shows and then runs the tool. Also stop the run at
+            the end of a call that ran past the guards (below).
+
+    A call the CLI ran with no guard of these callbacks asked (``PreToolUse`` replaced in
+    ``ClaudeAgentOptions.hooks``), or with arguments changed after they judged it
+    (``can_use_tool``'s ``updated_input``, another callback's ``updatedInput``), is told at its
+    ``PostToolUse``: an error logged and a ``systemMessage`` in the SDK's stream.
 
     A skill's inline shell command (``!`cmd` `` in a ``SKILL.md``), which the CLI runs as the
     skill loads with no ``PreToolUse``, is judged by the guards of its shell tool (``Bash``).
@@ -191,11 +202,15 @@ def hooks_for(
             _log.exception("the Claude Agent SDK bridge failed", hook_event="PreToolUse")
             return _refusal("PreToolUse", f"{type(exc).__name__}: {exc}", refusing)
 
+    witness = PreToolUseWitness()  # a call that ran past the guard callback says so
     closed: list[bool] = []  # once close() ran, every event is answered as a failure
 
-    def late(event: str, payload: dict[str, Any], problem: str) -> HookResponse:
+    def late(event: str, payload: dict[str, Any], exc: Late, wait_s: float) -> HookResponse:
         """The CLI refuses a call (or blocks a prompt) whose callback it stopped waiting for:
-        answered just before, with the reason, and logged."""
+        answered just before, with the reason, and logged. Any other event is answered as the
+        bridge daemon answers it late (its deciding hooks' block, a ``PostToolUse``'s output
+        withheld: the CLI would hand the model the output no redaction saw)."""
+        problem = str(exc) if exc.reason == "deadline" else f"no answer: {exc}"
         _log.error(
             "a Claude Agent SDK hook event answered as a failure", hook_event=event, problem=problem
         )
@@ -204,7 +219,12 @@ def hooks_for(
             return _refusal("PreToolUse", problem, told, closed=True)
         if event in APPROVAL_EVENTS:
             return closed_answer(event, f"otelhooks: {problem}", payload)
-        return HookResponse(1, stderr=f"otelhooks: {problem}")
+        try:
+            deciding = bridge.hooks_now(payload, late=True)
+        except Exception:  # the hooks cannot be told: any may have been to decide it
+            _log.exception("hooks_for could not tell which hooks decide a late event")
+            deciding = None
+        return late_refusal(event, problem, told, deciding, payload, exc.had_s(wait_s))
 
     waits = {event: approval_s if event in APPROVAL_EVENTS else timeout_s for event in SDK_EVENTS}
 
@@ -233,15 +253,29 @@ def hooks_for(
             payload = as_tool_call(payload)
             if tool_use_id and not payload.get("tool_use_id"):
                 payload["tool_use_id"] = tool_use_id
+            unguarded = witness.note(payload)
+            if unguarded:
+                _log.error(unguarded, hook_event=event)
             run = partial(contextvars.copy_context().run, handle, payload)
             try:
                 if closed:
-                    raise Late("closed", "hooks_for was closed")
+                    raise Late("closed", "hooks_for was closed", 0.0)
                 key = str(payload.get("session_id") or "")
                 response = await runner.run(key, run, timeout_s=answer_s)
             except Late as exc:  # past its deadline, or too many events wait
-                response = late(event, payload, str(exc))
-            return sdk_output(event, response)
+                response = late(event, payload, exc, answer_s)
+            output = sdk_output(event, response)
+            specific = output.get("hookSpecificOutput")
+            rewrite = specific.get("updatedInput") if isinstance(specific, dict) else None
+            use_id = str(payload.get("tool_use_id") or "")
+            if payload["hook_event_name"] == "PreToolUse" and use_id and rewrite is not None:
+                witness.judged(use_id, rewrite)  # the arguments the guards left
+            if unguarded:  # where the application sees it: the SDK's messages
+                shown = output.get("systemMessage")
+                output["systemMessage"] = f"{shown}\n{unguarded}" if shown else unguarded
+                if fail_closed:  # that call ran; no more run unguarded: the run stops
+                    output.update(continue_=False, stopReason=unguarded)
+            return output
 
         return callback
 
