@@ -44,14 +44,18 @@ AGENT = "claude-agent-sdk"
 # SessionStart/SessionEnd hooks, so a session's spans end with its turn (Stop). The SDK's
 # ``HookEvent`` does not name PreSkillShellCommand, but it passes every name to its CLI, and the
 # CLI it bundles (2.1.337) fires it for a skill's inline shell command, with no PreToolUse: not
-# hooked, a project skill's ``!`rm -rf ...` `` ran past every guard.
+# hooked, a project skill's ``!`rm -rf ...` `` ran past every guard. Nor does it name
+# UserPromptExpansion (a slash command's expansion) or PostToolBatch, which that CLI calls back
+# for too: not hooked, a guard blocking ``/deploy`` never ran and the model got its prompt.
 SDK_EVENTS: tuple[str, ...] = (
     "UserPromptSubmit",
+    "UserPromptExpansion",
     "PreToolUse",
     SKILL_COMMAND,
     "PermissionRequest",
     "PostToolUse",
     "PostToolUseFailure",
+    "PostToolBatch",
     "Notification",
     "SubagentStart",
     "SubagentStop",
