@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import json
 import os
 import shutil
@@ -16,7 +17,11 @@ import structlog
 
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks.integrations.claude_agent_sdk._witness import PreToolUseWitness
-from otelhooks.integrations.claude_code._entries import APPROVAL_EVENTS, covering_timeout
+from otelhooks.integrations.claude_code._entries import (
+    APPROVAL_EVENTS,
+    BLOCK_ON_FAILURE_EVENTS,
+    covering_timeout,
+)
 from otelhooks.integrations.coding_agents._answers import closed_answer
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
@@ -154,8 +159,12 @@ def hooks_for(
         fail_closed: when the callback fails on a ``PreToolUse`` or a skill's inline shell
             command (``PreSkillShellCommand``), in the bridge or before it, deny it (as the
             command bridge's ``--fail-closed``). Otherwise the failure is logged and the
-            callback raises, which the CLI shows and then runs the tool. Also stop the run at
-            the end of a call that ran past the guards (below).
+            callback raises, which the CLI shows and then runs the tool. Also, as ``install
+            --fail-closed``, ask the CLI to block what any other callback that fails was to
+            check (``HookMatcher(on_failure="block")`` on the events a hook can stop: a prompt,
+            a slash command's expansion, a tool's output ...), and stop the run at the end of
+            a call that ran past the guards (below). Raises ``RuntimeError`` with an SDK whose
+            ``HookMatcher`` has no ``on_failure``.
 
     A call the CLI ran with no guard of these callbacks asked (``PreToolUse`` replaced in
     ``ClaudeAgentOptions.hooks``), or with arguments changed after they judged it
@@ -298,14 +307,22 @@ def hooks_for(
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
-    matchers = {
-        event: [
-            HookMatcher(
-                matcher="*" if event in _TOOL_EVENTS else None,
-                hooks=[callback_for(event)],
-                timeout=waits[event],
-            )
-        ]
-        for event in SDK_EVENTS
-    }
-    return SdkHooks(matchers, close)
+    def matcher_for(event: str) -> HookMatcher:
+        blocks: dict[str, Any] = {}
+        if fail_closed and event in BLOCK_ON_FAILURE_EVENTS:
+            # as install --fail-closed writes it: a callback that fails (raises, or answers
+            # nothing the CLI takes) blocks what it was to check; the CLI counts it as no
+            # decision otherwise, and a prompt the bridge failed on reached the model
+            blocks["on_failure"] = "block"
+        matcher = "*" if event in _TOOL_EVENTS else None
+        return HookMatcher(
+            matcher=matcher, hooks=[callback_for(event)], timeout=waits[event], **blocks
+        )
+
+    if fail_closed and "on_failure" not in {f.name for f in dataclasses.fields(HookMatcher)}:
+        close()
+        raise RuntimeError(
+            "hooks_for(fail_closed=True) needs a claude-agent-sdk whose HookMatcher takes "
+            "on_failure (0.2.190 does): without it a failing callback lets the call through"
+        )
+    return SdkHooks({event: [matcher_for(event)] for event in SDK_EVENTS}, close)
