@@ -150,11 +150,13 @@ def test_hooks_for_maps_every_sdk_event_to_one_async_callback() -> None:
         oh.shutdown()
     assert set(hooks) == {
         "UserPromptSubmit",
+        "UserPromptExpansion",
         "PreToolUse",
         "PreSkillShellCommand",
         "PermissionRequest",
         "PostToolUse",
         "PostToolUseFailure",
+        "PostToolBatch",
         "Notification",
         "SubagentStart",
         "SubagentStop",

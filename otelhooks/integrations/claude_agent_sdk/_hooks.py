@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import json
 import os
 import shutil
@@ -15,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
-from otelhooks.integrations.claude_code._entries import APPROVAL_EVENTS, covering_timeout
+from otelhooks.integrations.claude_agent_sdk._witness import PreToolUseWitness
+from otelhooks.integrations.claude_code._entries import (
+    APPROVAL_EVENTS,
+    BLOCK_ON_FAILURE_EVENTS,
+    covering_timeout,
+)
 from otelhooks.integrations.coding_agents._answers import closed_answer
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
@@ -25,7 +31,7 @@ from otelhooks.integrations.coding_agents._input import (
     as_tool_call,
     whole_characters,
 )
-from otelhooks.integrations.coding_agents._run import BridgeOptions, _refusal
+from otelhooks.integrations.coding_agents._run import BridgeOptions, _refusal, late_refusal
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._spans import SpanWriter
 
@@ -43,14 +49,18 @@ AGENT = "claude-agent-sdk"
 # SessionStart/SessionEnd hooks, so a session's spans end with its turn (Stop). The SDK's
 # ``HookEvent`` does not name PreSkillShellCommand, but it passes every name to its CLI, and the
 # CLI it bundles (2.1.337) fires it for a skill's inline shell command, with no PreToolUse: not
-# hooked, a project skill's ``!`rm -rf ...` `` ran past every guard.
+# hooked, a project skill's ``!`rm -rf ...` `` ran past every guard. Nor does it name
+# UserPromptExpansion (a slash command's expansion) or PostToolBatch, which that CLI calls back
+# for too: not hooked, a guard blocking ``/deploy`` never ran and the model got its prompt.
 SDK_EVENTS: tuple[str, ...] = (
     "UserPromptSubmit",
+    "UserPromptExpansion",
     "PreToolUse",
     SKILL_COMMAND,
     "PermissionRequest",
     "PostToolUse",
     "PostToolUseFailure",
+    "PostToolBatch",
     "Notification",
     "SubagentStart",
     "SubagentStop",
@@ -82,6 +92,10 @@ def sdk_output(event: str, response: HookResponse) -> dict[str, Any]:
             return {"hookSpecificOutput": decision}
         return {"decision": "block", "reason": response.stderr}
     if not response.stdout.strip():
+        if response.exit_code != 0 and response.stderr:
+            # a failure that decides nothing (the CLI's exit 1): the CLI shows a command hook's
+            # stderr then, and a callback's answer shows only its systemMessage
+            return {"systemMessage": response.stderr}
         return {}
     try:
         data = json.loads(response.stdout)
@@ -145,7 +159,17 @@ def hooks_for(
         fail_closed: when the callback fails on a ``PreToolUse`` or a skill's inline shell
             command (``PreSkillShellCommand``), in the bridge or before it, deny it (as the
             command bridge's ``--fail-closed``). Otherwise the failure is logged and the
-            callback raises, which the CLI shows and then runs the tool.
+            callback raises, which the CLI shows and then runs the tool. Also, as ``install
+            --fail-closed``, ask the CLI to block what any other callback that fails was to
+            check (``HookMatcher(on_failure="block")`` on the events a hook can stop: a prompt,
+            a slash command's expansion, a tool's output ...), and stop the run at the end of
+            a call that ran past the guards (below). Raises ``RuntimeError`` with an SDK whose
+            ``HookMatcher`` has no ``on_failure``.
+
+    A call the CLI ran with no guard of these callbacks asked (``PreToolUse`` replaced in
+    ``ClaudeAgentOptions.hooks``), or with arguments changed after they judged it
+    (``can_use_tool``'s ``updated_input``, another callback's ``updatedInput``), is told at its
+    ``PostToolUse``: an error logged and a ``systemMessage`` in the SDK's stream.
 
     A skill's inline shell command (``!`cmd` `` in a ``SKILL.md``), which the CLI runs as the
     skill loads with no ``PreToolUse``, is judged by the guards of its shell tool (``Bash``).
@@ -191,11 +215,15 @@ def hooks_for(
             _log.exception("the Claude Agent SDK bridge failed", hook_event="PreToolUse")
             return _refusal("PreToolUse", f"{type(exc).__name__}: {exc}", refusing)
 
+    witness = PreToolUseWitness()  # a call that ran past the guard callback says so
     closed: list[bool] = []  # once close() ran, every event is answered as a failure
 
-    def late(event: str, payload: dict[str, Any], problem: str) -> HookResponse:
+    def late(event: str, payload: dict[str, Any], exc: Late, wait_s: float) -> HookResponse:
         """The CLI refuses a call (or blocks a prompt) whose callback it stopped waiting for:
-        answered just before, with the reason, and logged."""
+        answered just before, with the reason, and logged. Any other event is answered as the
+        bridge daemon answers it late (its deciding hooks' block, a ``PostToolUse``'s output
+        withheld: the CLI would hand the model the output no redaction saw)."""
+        problem = str(exc) if exc.reason == "deadline" else f"no answer: {exc}"
         _log.error(
             "a Claude Agent SDK hook event answered as a failure", hook_event=event, problem=problem
         )
@@ -204,7 +232,12 @@ def hooks_for(
             return _refusal("PreToolUse", problem, told, closed=True)
         if event in APPROVAL_EVENTS:
             return closed_answer(event, f"otelhooks: {problem}", payload)
-        return HookResponse(1, stderr=f"otelhooks: {problem}")
+        try:
+            deciding = bridge.hooks_now(payload, late=True)
+        except Exception:  # the hooks cannot be told: any may have been to decide it
+            _log.exception("hooks_for could not tell which hooks decide a late event")
+            deciding = None
+        return late_refusal(event, problem, told, deciding, payload, exc.had_s(wait_s))
 
     waits = {event: approval_s if event in APPROVAL_EVENTS else timeout_s for event in SDK_EVENTS}
 
@@ -233,15 +266,29 @@ def hooks_for(
             payload = as_tool_call(payload)
             if tool_use_id and not payload.get("tool_use_id"):
                 payload["tool_use_id"] = tool_use_id
+            unguarded = witness.note(payload)
+            if unguarded:
+                _log.error(unguarded, hook_event=event)
             run = partial(contextvars.copy_context().run, handle, payload)
             try:
                 if closed:
-                    raise Late("closed", "hooks_for was closed")
+                    raise Late("closed", "hooks_for was closed", 0.0)
                 key = str(payload.get("session_id") or "")
                 response = await runner.run(key, run, timeout_s=answer_s)
             except Late as exc:  # past its deadline, or too many events wait
-                response = late(event, payload, str(exc))
-            return sdk_output(event, response)
+                response = late(event, payload, exc, answer_s)
+            output = sdk_output(event, response)
+            specific = output.get("hookSpecificOutput")
+            rewrite = specific.get("updatedInput") if isinstance(specific, dict) else None
+            use_id = str(payload.get("tool_use_id") or "")
+            if payload["hook_event_name"] == "PreToolUse" and use_id and rewrite is not None:
+                witness.judged(use_id, rewrite)  # the arguments the guards left
+            if unguarded:  # where the application sees it: the SDK's messages
+                shown = output.get("systemMessage")
+                output["systemMessage"] = f"{shown}\n{unguarded}" if shown else unguarded
+                if fail_closed:  # that call ran; no more run unguarded: the run stops
+                    output.update(continue_=False, stopReason=unguarded)
+            return output
 
         return callback
 
@@ -260,14 +307,22 @@ def hooks_for(
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
-    matchers = {
-        event: [
-            HookMatcher(
-                matcher="*" if event in _TOOL_EVENTS else None,
-                hooks=[callback_for(event)],
-                timeout=waits[event],
-            )
-        ]
-        for event in SDK_EVENTS
-    }
-    return SdkHooks(matchers, close)
+    def matcher_for(event: str) -> HookMatcher:
+        blocks: dict[str, Any] = {}
+        if fail_closed and event in BLOCK_ON_FAILURE_EVENTS:
+            # as install --fail-closed writes it: a callback that fails (raises, or answers
+            # nothing the CLI takes) blocks what it was to check; the CLI counts it as no
+            # decision otherwise, and a prompt the bridge failed on reached the model
+            blocks["on_failure"] = "block"
+        matcher = "*" if event in _TOOL_EVENTS else None
+        return HookMatcher(
+            matcher=matcher, hooks=[callback_for(event)], timeout=waits[event], **blocks
+        )
+
+    if fail_closed and "on_failure" not in {f.name for f in dataclasses.fields(HookMatcher)}:
+        close()
+        raise RuntimeError(
+            "hooks_for(fail_closed=True) needs a claude-agent-sdk whose HookMatcher takes "
+            "on_failure (0.2.190 does): without it a failing callback lets the call through"
+        )
+    return SdkHooks({event: [matcher_for(event)] for event in SDK_EVENTS}, close)
