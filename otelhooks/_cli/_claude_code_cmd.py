@@ -32,21 +32,11 @@ def _claude_code(args: argparse.Namespace) -> int:
 
     log_to_stderr()
     UNSERVED_BLOCKS.set()  # a hook process: nobody lists its approvals
-    from otelhooks.integrations.claude_code import BridgeOptions
+    from otelhooks._cli._claude_code_install_cmd import bridge_options
     from otelhooks.integrations.coding_agents._one_process import answer_process
     from otelhooks.integrations.coding_agents._run import answer_time
 
-    options = BridgeOptions(
-        hooks=tuple(args.hooks),
-        traces_out=args.traces_out,
-        state=args.state,
-        export_env=args.export_env,
-        deny_mode=args.deny_mode,
-        fail_closed=args.fail_closed,
-        service_name=args.service_name,
-        dialect=args.dialect,
-        hook_timeout=args.hook_timeout,
-    )
+    options = bridge_options(args)
     answer_s, fixed = answer_time(os.environ)
     # bytes, decoded leniently by the bridge: a stray invalid byte is not a reason to fail open
     return answer_process(sys.stdin.buffer.read(), options, answer_s=answer_s, fixed=fixed)

@@ -8,14 +8,14 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from otelhooks.integrations.claude_code import SettingsChange
+    from otelhooks.integrations.claude_code import BridgeOptions, SettingsChange
 
 # the same as the installer's (a test checks): importing it here would load the whole bridge
 # package for every command line
 DEFAULT_HOOKS_FILE = ".claude/otelhooks.yaml"
 DEFAULT_TRACES = "~/.otelhooks/claude-code-traces.jsonl"
 
-__all__ = ["add_subcommands"]
+__all__ = ["add_subcommands", "bridge_options"]
 
 
 def _how_to_see(http: str | None, hooks_file: str, traces: str | None) -> str:
@@ -114,15 +114,12 @@ def _uninstall(args: argparse.Namespace) -> int:
     return 0
 
 
-def _daemon(args: argparse.Namespace) -> int:
-    from otelhooks._cli._common import exit_on_sigterm, log_to_stderr
+def bridge_options(args: argparse.Namespace) -> BridgeOptions:
+    """The bridge's options as ``otelhooks claude-code``'s arguments give them: the same for
+    the one-process hook command and for the daemon its fast client starts."""
     from otelhooks.integrations.claude_code import BridgeOptions
-    from otelhooks.integrations.coding_agents._daemon import run_daemon
 
-    # the hook client gives the daemon no stdout; its stderr is the daemon's log file
-    log_to_stderr()
-
-    options = BridgeOptions(
+    return BridgeOptions(
         hooks=tuple(args.hooks),
         traces_out=args.traces_out,
         state=args.state,
@@ -133,6 +130,16 @@ def _daemon(args: argparse.Namespace) -> int:
         dialect=args.dialect,
         hook_timeout=args.hook_timeout,
     )
+
+
+def _daemon(args: argparse.Namespace) -> int:
+    from otelhooks._cli._common import exit_on_sigterm, log_to_stderr
+    from otelhooks.integrations.coding_agents._daemon import run_daemon
+
+    # the hook client gives the daemon no stdout; its stderr is the daemon's log file
+    log_to_stderr()
+
+    options = bridge_options(args)
     with exit_on_sigterm():
         return run_daemon(args.socket, options)
 

@@ -29,7 +29,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -41,15 +41,6 @@ __all__ = [
     "ScriptHookConfig",
 ]
 
-AGENT_EVENTS_POINTS = (
-    "after_tool_result",
-    "after_turn",
-    "after_loop",
-    "on_terminate",
-    "on_error",
-    "on_budget_threshold",
-)
-
 Point = Literal[
     "after_tool_result",
     "after_turn",
@@ -58,6 +49,8 @@ Point = Literal[
     "on_error",
     "on_budget_threshold",
 ]
+
+AGENT_EVENTS_POINTS: tuple[str, ...] = get_args(Point)
 
 
 def _default_points() -> list[Point]:

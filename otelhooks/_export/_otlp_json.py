@@ -14,7 +14,7 @@ import os
 import stat
 import threading
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import structlog
 
@@ -26,6 +26,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otelhooks._worker import at_fork
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
 
 __all__ = ["OtlpJsonLinesSpanExporter", "encode_otlp_json", "read_otlp_json_lines"]
 
@@ -161,8 +166,14 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
 
 def encode_otlp_json(spans: Sequence[ReadableSpan]) -> str:
     """Encode ``spans`` as one compact OTLP/JSON ``ExportTraceServiceRequest`` (no newline)."""
+    return json.dumps(request_json(encode_spans(spans)), separators=(",", ":"))
+
+
+def request_json(message: ExportTraceServiceRequest) -> dict[str, Any]:
+    """``message`` as an OTLP/JSON object: the shape this exporter writes and a replay of a
+    protobuf recording reads, so one flattening serves both (ids in hex, enums as numbers)."""
     request: dict[str, Any] = MessageToDict(
-        encode_spans(spans), preserving_proto_field_name=False, use_integers_for_enums=True
+        message, preserving_proto_field_name=False, use_integers_for_enums=True
     )
     for resource_spans in request.get("resourceSpans", ()):
         for scope_spans in resource_spans.get("scopeSpans", ()):
@@ -170,7 +181,7 @@ def encode_otlp_json(spans: Sequence[ReadableSpan]) -> str:
                 _ids_to_hex(span)
                 for link in span.get("links", ()):
                     _ids_to_hex(link)
-    return json.dumps(request, separators=(",", ":"))
+    return request
 
 
 def read_otlp_json_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

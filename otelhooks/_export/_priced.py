@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from otelhooks import _semconv as sc
 from otelhooks._cost import price_usd
 from otelhooks._model_spans import is_model_call
+from otelhooks._span_copy import altered
 
 __all__ = ["PricedSpanExporter", "priced"]
 
@@ -45,20 +46,7 @@ def priced(span: ReadableSpan) -> ReadableSpan:
     )
     if cost is None:
         return span
-    return ReadableSpan(
-        name=span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes={**attrs, sc.LLM_COST_USD: cost},
-        events=span.events,
-        links=span.links,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+    return altered(span, attributes={**attrs, sc.LLM_COST_USD: cost})
 
 
 class PricedSpanExporter(SpanExporter):

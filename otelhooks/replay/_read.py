@@ -26,13 +26,12 @@ from collections.abc import Callable, Collection, Iterator
 from typing import Any, BinaryIO, Final
 
 # protobuf ships no type hints (see otelhooks._export._otlp_json).
-from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped,unused-ignore]
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped,unused-ignore]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
 
-from otelhooks._export._otlp_json import _attributes, _flatten_request, _ids_to_hex
+from otelhooks._export._otlp_json import _attributes, _flatten_request, request_json
 from otelhooks._json import JsonProblem, loads_bounded
 
 __all__ = [
@@ -209,7 +208,7 @@ def iter_requests(
             yield number, request
             continue
         try:
-            yield number, _as_dict(request)
+            yield number, request_json(request)
         except (ValueError, TypeError, RecursionError) as exc:
             _problem(problems, f"{name}: message {number}: cannot be read ({exc})")
 
@@ -389,17 +388,3 @@ def _parse(frame: bytes) -> ExportTraceServiceRequest | None:
     except (DecodeError, RecursionError):
         return None
     return message
-
-
-def _as_dict(message: ExportTraceServiceRequest) -> dict[str, Any]:
-    # The same JSON shape OtlpJsonLinesSpanExporter writes, so one flattening serves both.
-    request: dict[str, Any] = MessageToDict(
-        message, preserving_proto_field_name=False, use_integers_for_enums=True
-    )
-    for resource_spans in request.get("resourceSpans", ()):
-        for scope_spans in resource_spans.get("scopeSpans", ()):
-            for span in scope_spans.get("spans", ()):
-                _ids_to_hex(span)
-                for link in span.get("links", ()):
-                    _ids_to_hex(link)
-    return request

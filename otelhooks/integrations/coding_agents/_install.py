@@ -41,11 +41,12 @@ from otelhooks.integrations.claude_code._entries import (
     is_ours,
     sudo_home_notes,
 )
-from otelhooks.integrations.claude_code._hook_splices import replace_ours, strip_ours
+from otelhooks.integrations.claude_code._hook_splices import replace_ours
 from otelhooks.integrations.claude_code._install import (
     SettingsChange,
     read_hooks,
     slow_hooks_warning,
+    uninstall,
 )
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import edit_settings
@@ -403,15 +404,5 @@ def uninstall_agent(
         >>> "PreToolUse" in change.removed, change.verb
         (True, 'deleted')
     """
-    path = hooks_path(dialect, project=project, user=user)
-    change = SettingsChange(path)
-
-    def edit(text: str, root: Node | None) -> str | None:
-        if root is None:
-            return None
-        stripped, change.removed = strip_ours(text, path, is_ours, root)
-        return stripped
-
-    edited = edit_settings(path, edit, create=False)
-    change.before, change.after = edited.before, edited.after
-    return change
+    # the same edit as Claude Code's settings: our entries are found by the same mark
+    return uninstall(hooks_path(dialect, project=project, user=user))

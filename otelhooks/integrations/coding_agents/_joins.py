@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from otelhooks import _semconv as sc
+from otelhooks._span_copy import altered
 from otelhooks.integrations.coding_agents._spans import BRIDGE_SCOPE, session_trace_id
 
 __all__ = [
@@ -191,17 +192,4 @@ def moved(
     parent = span.parent
     if parent is not None:
         parent = SpanContext(trace_id, parent.span_id, True, parent.trace_flags)
-    return ReadableSpan(
-        name=span.name,
-        context=context,
-        parent=parent,
-        resource=span.resource,
-        attributes=attrs,
-        events=span.events,
-        links=links,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+    return altered(span, context=context, parent=parent, attributes=attrs, links=links)

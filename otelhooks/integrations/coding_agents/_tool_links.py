@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from otelhooks import _semconv as sc
+from otelhooks._span_copy import altered
 from otelhooks.integrations.coding_agents._joins import MAX_SESSION_ID
 
 __all__ = [
@@ -139,17 +140,4 @@ def linked_to_agent(span: ReadableSpan, agent_spans: Sequence[int]) -> ReadableS
             for s in agent_spans
         ),
     ]
-    return ReadableSpan(
-        name=span.name,
-        context=ctx,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=attrs,
-        events=span.events,
-        links=links,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+    return altered(span, attributes=attrs, links=links)
