@@ -149,7 +149,10 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
     with webhook_server() as server:
         claude = make_claude(tmp_path_factory.mktemp("claude"), server)
         runs = play(claude)
-        server.wait_for("/done", 2)
+        # the hook processes deliver their webhooks after they answer: wait for all of them
+        # (a loaded machine takes seconds per delivery process)
+        for path, count in (("/tools", 5), ("/failed", 1), ("/done", 2)):
+            server.wait_for(path, count, timeout_s=120)
         yield Scenario(runs, claude, server)
 
 
