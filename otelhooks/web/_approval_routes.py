@@ -123,6 +123,11 @@ class ApprovalRoutes:
 
     def _listing(self) -> dict[str, Any]:
         content = self.capture_content
+        # read first: pending() applies the defaults due (a shared inbox also reads the fleet's
+        # changes), which moves the version; read before, it was older than the list it came
+        # with, and a reader waiting on it was woken again for what it had already shown
+        pending = self.inbox.pending()
+        answered = self.inbox.answered()
         return {
             "capture_content": content,
             "version": self.inbox.version,
@@ -134,9 +139,9 @@ class ApprovalRoutes:
             # a browser reads each number as a double: the page shows the arguments' own text
             "pending": [
                 {**self._shown(a, content), "args_text": args_text(a.args) if content else None}
-                for a in self.inbox.pending()
+                for a in pending
             ],
-            "answered": [self._shown(a, content) for a in self.inbox.answered()],
+            "answered": [self._shown(a, content) for a in answered],
         }
 
     def _shown(self, item: Approval, content: bool) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
-from tests.web._otlp import agent_run, post
+from tests.web._otlp import agent_run, ids, post, span
 from tests.web.conftest import AUTH, TOKEN, ask, click_answer, log_in
 
 pytestmark = pytest.mark.timeout(90)
@@ -23,6 +23,7 @@ OPERATIONS = re.compile(r"/v1/ui/operations\?")
 OUTLINE = re.compile(r"/v1/ui/traces/[0-9a-f]{32}\?view=outline$")
 LISTING = re.compile(r"/v1/approvals$")
 CHANGES = re.compile(r"/v1/ui/changes\?")
+ONE = re.compile(r"/v1/approvals/[0-9a-f]{32}$")
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,23 @@ def _rendered(page: Any) -> None:
     """Give the page a moment to apply an answer it has fully read (nothing to await when it
     rightly does nothing with it)."""
     page.evaluate("() => new Promise((done) => setTimeout(done, 300))")
+
+
+def test_the_inbox_list_carries_the_version_of_what_it_lists(served: EventLogServer) -> None:
+    # Before, the list's version was read before the listing applied the defaults due: the list
+    # that showed a default just applied carried the version from before it, older than its
+    # contents, and the next read of the same inbox, nothing changed since, carried another.
+    # First in the module: no page (a live view looks once a second) applies the default here.
+    item = ask(served, args={"command": "ls"}, default="deny", timeout_s=1)
+    time.sleep(item["time_left_s"] + 0.1)  # the deadline passes; nothing reads the inbox
+    with httpx.Client(base_url=served.url, headers=AUTH) as admin:
+        looked_ms = time.time_ns() // 1_000_000
+        first = admin.get("/v1/approvals").json()
+        again = admin.get("/v1/approvals").json()
+    (got,) = [a for a in first["answered"] if a["id"] == item["id"]]
+    assert (got["state"], got["answered_by"]) == ("denied", "timeout")
+    assert got["answered_ms"] >= looked_ms, "the default was applied before: nothing is tested"
+    assert first["version"] == again["version"]
 
 
 def test_a_trace_answered_after_another_run_was_clicked_does_not_replace_it(
@@ -454,5 +472,98 @@ def test_a_filtered_list_that_cannot_be_read_says_so_above_the_old_one(
         page.unroute(OPERATIONS)
         page.select_option("#f-decision", "")
         alert.wait_for(state="detached", timeout=10_000)  # said while it was true only
+    finally:
+        page.context.close()
+
+
+def test_a_live_look_replaced_by_an_answer_s_look_that_failed_is_asked_again(
+    browser: Any, served: EventLogServer
+) -> None:
+    # Before, the live view's look at the list, asked once a call was held, was dropped when the
+    # person's Deny (taken by serve just before) asked for the list after it; that newer look
+    # failing, the live view still counted the change as seen: the new card was not drawn
+    # until something else changed in the inbox while the call waited for its default (allow).
+    answered = str(ask(served, args={"command": "ls"})["id"])
+    page = log_in(browser, served.url)
+    posts: list[tuple[Any, Any]] = []  # the Deny, taken by serve, its answer held
+    lists: list[Any] = []  # the looks at the list: the live view's held, the Deny's failed
+    new = ""
+
+    def hold_answer(route: Any) -> None:
+        if route.request.method == "POST" and not posts:
+            posts.append((route, route.fetch()))  # serve's answer now, given to the page below
+        else:
+            route.continue_()
+
+    def hold_then_fail(route: Any) -> None:
+        if route.request.method != "GET" or len(lists) >= 2:
+            route.continue_()
+            return
+        lists.append(route)
+        if len(lists) == 2:
+            route.abort()
+
+    try:
+        polls = HeldPolls(page)
+        page.goto(f"{served.url}/approvals")
+        deny = page.locator(f"article[data-approval='{answered}'] button.deny")
+        deny.wait_for(timeout=10_000)
+        polls.waiting()
+        new = str(ask(served, args={"command": "rm -rf ~"}, default="allow")["id"])
+        page.route(ONE, hold_answer)
+        click_answer(deny)
+        _until(page, lambda: posts)
+        page.route(LISTING, hold_then_fail)
+        polls.release()  # the live view sees the Deny and the new call: it looks, held
+        _until(page, lambda: lists)
+        route, answer = posts[0]
+        route.fulfill(response=answer)  # the page hears its Deny was taken: it looks, refused
+        _until(page, lambda: len(lists) == 2)
+        lists[0].continue_()  # the live view's look answers last
+        card = page.locator(f"article[data-approval='{new}']")
+        card.locator("button.deny").wait_for(timeout=10_000)
+        page.locator("#page-error").wait_for(state="detached", timeout=10_000)
+        click_answer(card.locator("button.deny"))
+        page.locator(f"tr.answered[data-approval='{new}']").wait_for(timeout=10_000)
+    finally:
+        page.context.close()
+        if new:
+            _deny(served, new)
+    assert httpx.get(f"{served.url}/v1/approvals/{new}", headers=AUTH).json()["state"] == "denied"
+
+
+def test_the_open_trace_is_read_again_when_a_filter_s_list_took_the_live_one_s_place(
+    browser: Any, served: EventLogServer
+) -> None:
+    # Before, the list the live view asked for once the open run's trace grew was dropped when
+    # the person changed a filter meanwhile, and the open trace was not read again: the span
+    # that arrived (a tool call, a denial) stayed unshown until the run changed again.
+    run = agent_run("delta-bot")
+    trace_id, root = run[0]["traceId"], run[0]["spanId"]
+    with httpx.Client(base_url=served.url, headers=AUTH, timeout=60) as api:
+        post(api, run)
+    page = log_in(browser, served.url)
+    held: list[Any] = []
+
+    def hold_first(route: Any) -> None:
+        if not held:
+            held.append(route)  # the live view's list: answered below, after the filter's
+        else:
+            route.continue_()
+
+    try:
+        page.locator("#ops-body tr.op", has_text="delta-bot").click(timeout=10_000)
+        page.locator("#trace-title", has_text=trace_id).wait_for(timeout=10_000)
+        page.locator("#live.on").wait_for()
+        page.route(OPERATIONS, hold_first)
+        late = span(trace_id, ids()[1], "execute_tool late-tool", parent=root)
+        with httpx.Client(base_url=served.url, headers=AUTH, timeout=60) as api:
+            post(api, [late])
+        _until(page, lambda: held)
+        with page.expect_request_finished(lambda r: "agent=delta-bot" in r.url):
+            page.select_option("#f-agent", "delta-bot")
+        with page.expect_request_finished(lambda r: r == held[0].request):
+            held[0].continue_()
+        page.locator(".wf-row .span-name", has_text="late-tool").wait_for(timeout=10_000)
     finally:
         page.context.close()

@@ -49,16 +49,19 @@
   }
 
   // A list asked for earlier (other filters, a refresh) that answers after a later one is
-  // stale (oh.latest): null, and the list shown stays the one asked for last.
+  // stale (oh.latest): never shown, and the list shown stays the one asked for last. Gives the
+  // list shown by the newest request (or its failure), whichever asked.
   const opsList = oh.latest();
-  async function loadOps(more) {
+  function loadOps(more) {
     const q = filters();
     if (more && page.next) q.set('before', page.next);
     // the next page of the list shown is no next page of the one asked for now: clicked
     // meanwhile, it asked past the old list's last run and its runs were added below it
     if (!more) { page.next = null; $('ops-more').hidden = true; }
-    const body = await opsList(`/v1/ui/operations?${q}`);
-    if (!body) return null;
+    return opsList(`/v1/ui/operations?${q}`, (body) => showList(body, more));
+  }
+
+  function showList(body, more) {
     oh.problem(null);
     fillSelect($('f-agent'), body.agents);
     fillSelect($('f-tool'), body.tools);
@@ -214,15 +217,15 @@
   // (a long trace, a refresh of the open one) is stale (oh.latest) and dropped.
   const traceView = oh.latest();
   async function openTrace(traceId, keepScroll) {
-    let body;
     try {
-      body = await traceView(`/v1/ui/traces/${traceId}?view=outline`);
+      await traceView(`/v1/ui/traces/${traceId}?view=outline`, (body) => showTrace(traceId, body, keepScroll));
     } catch (err) {
       $('trace').hidden = false;
       $('trace-title').textContent = `trace ${traceId}: ${err.message}`;
-      return;
     }
-    if (!body) return;
+  }
+
+  function showTrace(traceId, body, keepScroll) {
     const first = page.open !== traceId;
     page.open = traceId;
     if (first) { page.collapsed.clear(); page.selected = null; $('detail').hidden = true; }
@@ -254,8 +257,9 @@
     if (change.approvals) oh.pendingCount().catch(() => null);
     if (!change.spans || refreshing) return;
     refreshing = (async () => {
+      // the list shown, this one's or that of one asked for since (a filter): before, the
+      // open trace was not read again when a filter's list took this one's place
       const ops = await loadOps(false);
-      if (!ops) return; // a list asked for since (a filter) is the one shown
       // the open trace is fetched again only when it changed (a 10,000-span trace is megabytes)
       const open = page.open && ops.operations.find((op) => op.trace_id === page.open);
       if (open && page.trace && open.updated !== page.trace.updated) await openTrace(page.open, true);

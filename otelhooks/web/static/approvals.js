@@ -99,7 +99,7 @@
         return;
       }
       // answered: a list that cannot be read again now (this look, or the one asked after it
-      // that is shown in its place) does not make it "not answered"
+      // whose outcome is this one's) does not make it "not answered"
       entry.answered = true;
       await look().catch(() => null);
     }
@@ -145,9 +145,12 @@
     }
   }
 
-  async function refresh() {
-    const body = await oh.pendingCount();
-    if (!body) return; // a look asked since is the one shown (oh.latest)
+  // A look asked since this one is the one drawn, and its outcome is this one's (oh.latest).
+  function refresh() {
+    return oh.pendingCount(draw);
+  }
+
+  function draw(body) {
     oh.problem(null);
     $('content-note').hidden = body.capture_content;
     const live = new Set(body.pending.map((a) => a.id));

@@ -44,21 +44,36 @@ const oh = (() => {
   }
 
   // One thing a page shows from serve (the runs list, the open trace, the inbox's list): each
-  // request for it supersedes those asked before, and an answer (or failure) that arrives after a
-  // later request was asked is stale: it gives null and is never applied. Answers come back in
-  // any order (a slow filter, a long trace, a proxy), and an older list shown last re-showed a
-  // card already answered, or hid a call just held until something else changed.
+  // request for it supersedes those asked before, and only the newest one's answer is shown
+  // (`show(body)`), one that arrives after a later request was asked never is. Answers come
+  // back in any order (a slow filter, a long trace, a proxy), and an older list shown last
+  // re-showed a card already answered, or hid a call just held until something else changed.
+  // Every request resolves with the newest one's outcome, what its show returned or its
+  // failure: a caller whose request was superseded (the live view's, by an answer's look) learns
+  // whether what it asked for was shown. Told "done" while the newer one failed, the live view
+  // counted a change as seen that no list had shown, and a call held meanwhile waited unseen.
   function latest() {
-    let asked = 0;
-    return async (path, options) => {
-      const mine = ++asked;
-      try {
-        const body = await api(path, options);
-        return mine === asked ? body : null;
-      } catch (err) {
-        if (mine !== asked) return null;
-        throw err;
-      }
+    let newest = null;
+    let waiting = []; // the callers of the requests asked since the newest one settled
+    return (path, show) => {
+      const mine = {};
+      newest = mine;
+      const told = new Promise((resolve, reject) => waiting.push({ resolve, reject }));
+      (async () => {
+        let outcome;
+        try {
+          const body = await api(path);
+          if (newest !== mine) return; // the newer one tells every caller
+          outcome = { shown: await show(body) };
+        } catch (err) {
+          outcome = { err };
+        }
+        if (newest !== mine) return;
+        const callers = waiting;
+        waiting = [];
+        for (const c of callers) if ('err' in outcome) c.reject(outcome.err); else c.resolve(outcome.shown);
+      })();
+      return told;
     };
   }
 
@@ -121,14 +136,14 @@ const oh = (() => {
   }
 
   const approvalsList = latest();
-  // The inbox's list, and the count of held calls on every page's menu; null when a later look
-  // was asked before this one answered.
-  async function pendingCount() {
-    const body = await approvalsList('/v1/approvals');
-    if (!body) return null;
-    const node = document.getElementById('pending-count');
-    node.textContent = body.pending.length ? String(body.pending.length) : '';
-    return body;
+  // The inbox's list, and the count of held calls on every page's menu: `show(body)` draws the
+  // rest of the list (the inbox). Gives what the newest look showed, or its failure (oh.latest).
+  function pendingCount(show) {
+    return approvalsList('/v1/approvals', (body) => {
+      const node = document.getElementById('pending-count');
+      node.textContent = body.pending.length ? String(body.pending.length) : '';
+      return show ? show(body) : body;
+    });
   }
 
   // Long-poll: returns as soon as spans or approvals changed (or every 25 s).
@@ -158,8 +173,9 @@ const oh = (() => {
         const spans = now.version !== state.version;
         const approvals = now.approvals !== state.approvals;
         // kept as seen only once the page showed it: a refresh that failed (a list that did not
-        // load, serve restarting) is asked again at the next look, not waited for until
-        // something else changes while a held call waits unseen
+        // load, or the look asked after this one that took its place; serve restarting) is
+        // asked again at the next look, not waited for until something else changes while a
+        // held call waits unseen
         if (spans || approvals) await onChange({ spans, approvals });
         state.version = now.version;
         state.approvals = now.approvals;
