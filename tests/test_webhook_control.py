@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 import time
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from otelhooks import ToolResult
 from otelhooks._actions._webhook_http import CONTROL_RESPONSE_LIMIT
 from otelhooks.testing import TestPipeline
-from tests._webhook_server import Reply, WebhookServer
+from tests._webhook_server import Received, Reply, WebhookServer
 
 
 def control(server: WebhookServer, path: str = "/control", **webhook: Any) -> dict[str, Any]:
@@ -203,27 +204,33 @@ def test_control_hooks_run_in_registration_order_and_the_first_deny_wins(
 def test_in_async_runtimes_the_wait_does_not_block_the_event_loop(
     pipe: TestPipeline, server: WebhookServer
 ) -> None:
-    server.routes["/control"] = Reply.json({"decision": "deny", "reason": "slow no"}, delay_s=0.5)
+    # The webhook answers only once the event loop has run while it holds the request: a wait
+    # that blocked the loop would hold the answer until the 30 s bound (no timing to guess).
+    loop_ran = threading.Event()
+    held: list[bool] = []
+
+    def answer(got: Received) -> Reply:
+        held.append(loop_ran.wait(30))
+        return Reply.json({"decision": "deny", "reason": "slow no"})
+
+    server.routes["/control"] = answer
     pipe.register(control(server))
 
-    async def main() -> tuple[ToolResult, int]:
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
+    async def main() -> ToolResult:
+        async def watcher() -> None:
+            while not server.requests("/control"):
                 await asyncio.sleep(0.01)
-                ticks += 1
+            loop_ran.set()
 
-        task = asyncio.create_task(ticker())
+        task = asyncio.create_task(watcher())
         async with pipe.tracer.operation("agent") as op, op.step() as step:
             result = await step.arun_tool("fs", "readFile", {"path": "a"}, lambda path: "x")
         task.cancel()
-        return result, ticks
+        return result
 
-    result, ticks = asyncio.run(main())
+    result = asyncio.run(main())
     assert result.content == "slow no"
-    assert ticks >= 20
+    assert held == [True]
 
 
 def test_cancellation_never_grants_permission(pipe: TestPipeline, server: WebhookServer) -> None:

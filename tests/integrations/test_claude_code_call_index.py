@@ -78,7 +78,7 @@ def play(send: Send) -> None:
 
 
 def numbers(server: WebhookServer, path: str, count: int) -> list[tuple[str, str, int]]:
-    bodies = [r.json() for r in server.wait_for(path, count)]
+    bodies = [r.json() for r in server.wait_for(path, count, timeout_s=120)]
     assert len(bodies) == count
     return sorted((b["toolCallId"], b["apiName"], b["callIndex"]) for b in bodies)
 

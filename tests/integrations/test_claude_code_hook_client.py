@@ -60,7 +60,7 @@ def _bash(name: str, use_id: str, command: str) -> dict[str, Any]:
 
 
 def _wait_for_socket(runtime_dir: Path) -> Path:
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 90  # the daemon starts in the background: seconds under load
     while time.monotonic() < deadline:
         sockets = list(runtime_dir.glob("cc-*.sock"))
         if sockets:
