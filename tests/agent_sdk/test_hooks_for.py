@@ -160,7 +160,10 @@ def test_hooks_for_maps_every_sdk_event_to_one_async_callback() -> None:
         "Notification",
         "SubagentStart",
         "SubagentStop",
+        "ConfigChange",
+        "CwdChanged",
         "PreCompact",
+        "PostCompact",
         "Stop",
     }
     for event, matchers in hooks.items():

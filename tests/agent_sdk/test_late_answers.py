@@ -91,4 +91,7 @@ def test_a_late_event_no_hook_decides_is_answered_with_a_message_the_user_sees(
         answer = asyncio.run(matcher.hooks[0]({"session_id": "s-1"}, None, None))
     finally:
         oh.shutdown()
-    assert answer == {"systemMessage": "otelhooks claude-code: no answer: hooks_for was closed"}
+    # named after the adapter the application uses (before: "otelhooks claude-code: ...")
+    assert answer == {
+        "systemMessage": "otelhooks claude-agent-sdk: no answer: hooks_for was closed"
+    }

@@ -102,6 +102,10 @@ def test_the_hooks_file_of_the_claude_code_section_loads(tmp_path: Path) -> None
             ],
         ),
         (
+            "otelhooks.integrations.claude_agent_sdk",
+            ["SDK_EVENTS", "SdkHooks", "UNDELIVERED_EVENTS", "UndeliveredHookWarning", "hooks_for"],
+        ),
+        (
             "otelhooks.integrations.coding_agents",
             [
                 "DIALECTS",

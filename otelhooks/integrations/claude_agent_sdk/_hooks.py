@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
+from otelhooks.integrations.claude_agent_sdk._undelivered import (
+    check_delivered,
+    undelivered_events,
+)
 from otelhooks.integrations.claude_agent_sdk._witness import PreToolUseWitness
 from otelhooks.integrations.claude_code._entries import (
     APPROVAL_EVENTS,
@@ -40,18 +44,21 @@ if TYPE_CHECKING:
 
     from otelhooks._pipeline import OtelHooks
 
-__all__ = ["AGENT", "SDK_EVENTS", "SdkHooks", "hooks_for", "sdk_output"]
+__all__ = ["AGENT", "SDK_EVENTS", "UNDELIVERED_EVENTS", "SdkHooks", "hooks_for", "sdk_output"]
 
 _log = structlog.get_logger("otelhooks")
 
 AGENT = "claude-agent-sdk"
-# The events ``ClaudeAgentOptions(hooks=...)`` accepts (claude-agent-sdk 0.2): the SDK has no
-# SessionStart/SessionEnd hooks, so a session's spans end with its turn (Stop). The SDK's
-# ``HookEvent`` does not name PreSkillShellCommand, but it passes every name to its CLI, and the
-# CLI it bundles (2.1.337) fires it for a skill's inline shell command, with no PreToolUse: not
-# hooked, a project skill's ``!`rm -rf ...` `` ran past every guard. Nor does it name
-# UserPromptExpansion (a slash command's expansion) or PostToolBatch, which that CLI calls back
-# for too: not hooked, a guard blocking ``/deploy`` never ran and the model got its prompt.
+# The events whose callbacks the CLI the SDK bundles calls (claude-agent-sdk 0.2.190, CLI
+# 2.1.337; measured: ``tests/agent_sdk/test_delivered_events.py``). Its SessionStart (at startup),
+# SessionEnd and InstructionsLoaded never reach a callback, so a session's spans end with its
+# turn (Stop) and ``close``. The SDK's ``HookEvent`` names only ten events, but the SDK passes
+# every name to its CLI: a skill's inline shell command (PreSkillShellCommand, with no
+# PreToolUse: not hooked, a project skill's ``!`rm -rf ...` `` ran past every guard), a slash
+# command's expansion (UserPromptExpansion: not hooked, a guard blocking ``/deploy`` never ran),
+# PostToolBatch, ConfigChange, CwdChanged and PostCompact all reach a callback. Not
+# MessageDisplay, which does too: a callback per batch of displayed lines (``install`` does not
+# write it either). Hooks on every other event are refused or warned of (:mod:`._undelivered`).
 SDK_EVENTS: tuple[str, ...] = (
     "UserPromptSubmit",
     "UserPromptExpansion",
@@ -64,9 +71,14 @@ SDK_EVENTS: tuple[str, ...] = (
     "Notification",
     "SubagentStart",
     "SubagentStop",
+    "ConfigChange",
+    "CwdChanged",
     "PreCompact",
+    "PostCompact",
     "Stop",
 )
+# the Claude Code hook events no callback of hooks_for hears
+UNDELIVERED_EVENTS: tuple[str, ...] = undelivered_events(SDK_EVENTS)
 _TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
 # answered with hookSpecificOutput.permissionDecision, a deny keeps the command from running
 _DENIABLE = frozenset({"PreToolUse", SKILL_COMMAND})
@@ -145,6 +157,7 @@ def hooks_for(
     state: str | os.PathLike[str] | None = None,
     timeout_s: float = 60.0,
     fail_closed: bool = False,
+    accept_undelivered: bool = False,
 ) -> SdkHooks:
     """The ``hooks`` of ``ClaudeAgentOptions`` running ``oh``'s hooks and tracing the run.
 
@@ -165,6 +178,16 @@ def hooks_for(
             a slash command's expansion, a tool's output ...), and stop the run at the end of
             a call that ran past the guards (below). Raises ``RuntimeError`` with an SDK whose
             ``HookMatcher`` has no ``on_failure``.
+        accept_undelivered: run even when a guard of ``oh`` is on an event the SDK never calls
+            back for (:data:`UNDELIVERED_EVENTS`: ``SessionStart``, ``SessionEnd``,
+            ``InstructionsLoaded`` ...), which then never runs; only warned of.
+
+    Raises:
+        ValueError: an enforcing hook of ``oh`` (registered by now) is on an event whose hooks
+            decide under the Claude Code CLI and that the SDK never calls back for: it could
+            not run (``accept_undelivered=True`` runs without it). Every hook that would never
+            run, on such an event or on no Claude Code event at all, is named in an
+            ``UndeliveredHookWarning``.
 
     A call the CLI ran with no guard of these callbacks asked (``PreToolUse`` replaced in
     ``ClaudeAgentOptions.hooks``), or with arguments changed after they judged it
@@ -180,6 +203,8 @@ def hooks_for(
     """
     from claude_agent_sdk import HookMatcher
 
+    # before anything is made: a guard that can never run is refused, not left to look in force
+    check_delivered(oh.engine.registry.hooks(), SDK_EVENTS, accept=accept_undelivered)
     folder = Path(tempfile.mkdtemp()) if state is None else None
     path = Path(state) if state is not None else Path(str(folder)) / "sessions.sqlite3"
     sessions = ServerSessions(path)
@@ -199,8 +224,10 @@ def hooks_for(
     # session's events wait only behind its own; a hook still running when its answer is due
     # is given up on and its thread replaced, so it holds back no other event.
     runner = FairRunner()
-    refusing = BridgeOptions(fail_closed=True)
-    told = BridgeOptions(fail_closed=fail_closed)  # what a late answer's reason says of the mode
+    # its failure messages name this adapter (``otelhooks claude-agent-sdk: ...``); ``told``:
+    # what a late answer's reason says of the mode
+    refusing = BridgeOptions(fail_closed=True, name=AGENT)
+    told = BridgeOptions(fail_closed=fail_closed, name=AGENT)
     # an approval holds the call until a person answers: a CLI that gave up first refused the
     # call, whatever the person then answered
     approvals = longest_approval_of(oh.engine.registry.hooks())

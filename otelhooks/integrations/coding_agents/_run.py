@@ -77,6 +77,9 @@ class BridgeOptions:
         hook_timeout: the seconds the CLI gives this hook before it ends it (``--hook-timeout``,
             which ``install`` writes beside the entry's ``timeout``); the bridge answers before
             that, a block when its guards had more time (``None``: not known).
+        name: who the bridge's own failure messages name (``otelhooks {name}: ...``; ``None``:
+            the dialect). The Claude Agent SDK adapter speaks Claude Code's dialect under its
+            own name.
 
     Example:
         >>> BridgeOptions(hooks=(".claude/otelhooks.yaml",), fail_closed=True).fail_closed
@@ -93,6 +96,7 @@ class BridgeOptions:
     extra_exporters: Sequence[SpanExporter] = field(default_factory=tuple)
     dialect: str = "claude-code"
     hook_timeout: float | None = None
+    name: str | None = None
 
 
 class AnswerClock(Protocol):
@@ -117,6 +121,7 @@ def _refusal(
     """What a bridge problem answers: deny when fail-closed guards this event, else exit 1;
     a deny too when the hooks deciding it close it (``closed``: one blocks when it fails, or
     was cut short), whose reason claims no ``--fail-closed`` the user did not ask for."""
+    who = options.name or options.dialect
     if (options.fail_closed or closed) and event in ("PreToolUse", None):
         from otelhooks.integrations.coding_agents._answers import could_not_check
 
@@ -129,8 +134,8 @@ def _refusal(
             "permissionDecisionReason": reason,
         }
         stdout = json.dumps({"hookSpecificOutput": decision})
-        return HookResponse(stdout=stdout, stderr=f"otelhooks {options.dialect}: {problem}")
-    return HookResponse(1, stderr=f"otelhooks {options.dialect}: {problem}")
+        return HookResponse(stdout=stdout, stderr=f"otelhooks {who}: {problem}")
+    return HookResponse(1, stderr=f"otelhooks {who}: {problem}")
 
 
 def late_refusal(
