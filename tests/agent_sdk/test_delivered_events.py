@@ -19,7 +19,12 @@ from typing import Any
 import pytest
 
 from tests.agent_sdk.test_hooks_for import _sdk
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import (
+    OFFLINE_ENV,
+    MessagesApi,
+    ToolStep,
+    serve_messages_api,
+)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -68,13 +73,8 @@ def _record(project: Path, home: Path, steps: list[ToolStep], prompts: list[str]
     with serve_messages_api(api) as url:
         env = {
             "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            **OFFLINE_ENV,
             "HOME": str(home),
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "IS_SANDBOX": "1",  # CI runs as root
         }
         options = sdk.ClaudeAgentOptions(
             cwd=str(project),

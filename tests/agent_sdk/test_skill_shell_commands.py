@@ -20,7 +20,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import otelhooks
 from tests.agent_sdk.test_hooks_for import GUARD, _sdk
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import (
+    OFFLINE_ENV,
+    MessagesApi,
+    ToolStep,
+    serve_messages_api,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -43,13 +48,8 @@ def _run(project: Path, home: Path, url: str, hooks: Any, prompt: str) -> None:
     home.mkdir(parents=True, exist_ok=True)
     env = {
         "ANTHROPIC_BASE_URL": url,
-        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        **OFFLINE_ENV,
         "HOME": str(home),
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "IS_SANDBOX": "1",  # CI runs as root
     }
     options = sdk.ClaudeAgentOptions(
         cwd=str(project), env=env, hooks=hooks, permission_mode="bypassPermissions"

@@ -25,7 +25,12 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.claude_code import install_project
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import (
+    OFFLINE_ENV,
+    MessagesApi,
+    ToolStep,
+    serve_messages_api,
+)
 from tests.coding_agents_cli._runs import CLAUDE, REPO, need_cli
 
 pytestmark = pytest.mark.timeout(120)
@@ -86,11 +91,7 @@ def _claude_as(user: pwd.struct_passwd, project: Path, home: Path) -> None:
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(home),
             "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
+            **OFFLINE_ENV,
         }
         argv = [str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"]
         done = subprocess.run(

@@ -17,7 +17,12 @@ import pytest
 from otelhooks.integrations.claude_code import install
 from tests._postgres import PostgresCluster
 from tests._realparts import require
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import (
+    OFFLINE_ENV,
+    MessagesApi,
+    ToolStep,
+    serve_messages_api,
+)
 from tests.fleet._fleet import start_instance
 from tests.reliability._serve_proc import INGEST
 
@@ -69,13 +74,8 @@ def test_claude_code_is_denied_by_the_guard_while_postgresql_is_stopped(
         env = {
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
             "HOME": str(tmp_path / "home"),
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            **OFFLINE_ENV,
             "OTELHOOKS_INGEST_TOKEN": INGEST,
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "IS_SANDBOX": "1",  # CI runs as root
         }
         cluster.stop()
         try:

@@ -23,7 +23,12 @@ from otelhooks import EventLogServer, serve
 from otelhooks._actions._approval_inbox import CLIENT_GONE
 from otelhooks.integrations.claude_code import install
 from tests._realparts import require
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import (
+    OFFLINE_ENV,
+    MessagesApi,
+    ToolStep,
+    serve_messages_api,
+)
 from tests.web.conftest import (
     AUTH,
     TOKEN,
@@ -78,12 +83,7 @@ def _claude(project: Path, api_url: str, home: Path, out: dict[str, Any]) -> Non
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
         "ANTHROPIC_BASE_URL": api_url,
-        "ANTHROPIC_API_KEY": "sk-ant-fake",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "IS_SANDBOX": "1",
+        **OFFLINE_ENV,
         "OTELHOOKS_INGEST_TOKEN": TOKEN,
     }
     result = subprocess.run(
