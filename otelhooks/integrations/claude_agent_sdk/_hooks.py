@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import json
 import os
 import shutil
@@ -163,8 +162,7 @@ def hooks_for(
             --fail-closed``, ask the CLI to block what any other callback that fails was to
             check (``HookMatcher(on_failure="block")`` on the events a hook can stop: a prompt,
             a slash command's expansion, a tool's output ...), and stop the run at the end of
-            a call that ran past the guards (below). Raises ``RuntimeError`` with an SDK whose
-            ``HookMatcher`` has no ``on_failure``.
+            a call that ran past the guards (below).
 
     A call the CLI ran with no guard of these callbacks asked (``PreToolUse`` replaced in
     ``ClaudeAgentOptions.hooks``), or with arguments changed after they judged it
@@ -319,10 +317,4 @@ def hooks_for(
             matcher=matcher, hooks=[callback_for(event)], timeout=waits[event], **blocks
         )
 
-    if fail_closed and "on_failure" not in {f.name for f in dataclasses.fields(HookMatcher)}:
-        close()
-        raise RuntimeError(
-            "hooks_for(fail_closed=True) needs a claude-agent-sdk whose HookMatcher takes "
-            "on_failure (0.2.190 does): without it a failing callback lets the call through"
-        )
     return SdkHooks({event: [matcher_for(event)] for event in SDK_EVENTS}, close)
