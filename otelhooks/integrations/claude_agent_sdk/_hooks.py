@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import json
 import os
 import shutil
@@ -176,8 +175,7 @@ def hooks_for(
             --fail-closed``, ask the CLI to block what any other callback that fails was to
             check (``HookMatcher(on_failure="block")`` on the events a hook can stop: a prompt,
             a slash command's expansion, a tool's output ...), and stop the run at the end of
-            a call that ran past the guards (below). Raises ``RuntimeError`` with an SDK whose
-            ``HookMatcher`` has no ``on_failure``.
+            a call that ran past the guards (below).
         accept_undelivered: run even when a guard of ``oh`` is on an event the SDK never calls
             back for (:data:`UNDELIVERED_EVENTS`: ``SessionStart``, ``SessionEnd``,
             ``InstructionsLoaded`` ...), which then never runs; only warned of.
@@ -346,10 +344,4 @@ def hooks_for(
             matcher=matcher, hooks=[callback_for(event)], timeout=waits[event], **blocks
         )
 
-    if fail_closed and "on_failure" not in {f.name for f in dataclasses.fields(HookMatcher)}:
-        close()
-        raise RuntimeError(
-            "hooks_for(fail_closed=True) needs a claude-agent-sdk whose HookMatcher takes "
-            "on_failure (0.2.190 does): without it a failing callback lets the call through"
-        )
     return SdkHooks({event: [matcher_for(event)] for event in SDK_EVENTS}, close)
