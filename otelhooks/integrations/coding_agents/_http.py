@@ -3,54 +3,9 @@
 Claude Code posts the hook input (the JSON a command hook reads on stdin) and reads the same JSON
 output from a 2xx response body. So the route hands the body to one
 :class:`ClaudeCodeBridge` (shared by every session, its state in :class:`ServerSessions`) and
-answers with what the bridge would print:
-
-==========================  ======================================================================
-bridge answer               HTTP answer
-==========================  ======================================================================
-exit 0, JSON on stdout      200 with that JSON (``{}`` when there is nothing to say)
-exit 2, reason on stderr    200 with the JSON form of the block: ``permissionDecision: deny`` for
-                            ``PreToolUse``, ``{"decision": "block"}`` otherwise (an HTTP hook
-                            cannot answer with an exit code)
-the bridge failed, or gave  500 (a non-blocking error for Claude Code: shown, the tool runs) or,
-no answer by the deadline   with ``fail_closed``, 200 with a deny for ``PreToolUse``; late, when
-                            a hook that was to decide blocks when it fails (``on_error: block``),
-                            that hook's block: a deny, or the event's block (a ``PostToolUse``'s
-                            output withheld, in its own shape); a guard that never ran
-                            (the call waited for a thread) is cut short: a deny
-the store cannot commit     the hooks still decide: the session change is made in a scratch
-right now                   state (:class:`~otelhooks._store._pg_sessions.SharedSessions`; a
-                            SQLite file that cannot be written, in memory, logged); 503
-                            with ``Retry-After`` only for an event no hook decides that the
-                            store holds past the deadline (below); with ``fail_closed`` a deny
-                            for ``PreToolUse``
-not JSON / not an object    400 (also non-blocking); with ``fail_closed`` a deny when the event
-                            is (or may be) ``PreToolUse``
-larger than the body limit  413 (non-blocking); a deny, naming them, when it is a ``PreToolUse``
-(4 MiB)                     guards would judge (its start names the event and the tool): they
-                            could not check it; with ``fail_closed`` a deny
-a ``Post*`` event for a     as any ``Post*``: its hooks run and their answer (a redaction, a
-tool use its session has    block) is Claude Code's, for its start may have reached a server that
-not open                    forgot it (a restart without a store, a scratch state, another
-                            instance). The tool use is not recorded: no session state changes and
-                            no span is written or ended (a forged or misrouted end ends nothing);
-                            its hooks see ``spanId`` null and ``operationId`` empty
-a ``SessionEnd`` of a       as any ``SessionEnd``: it ends what the store holds of the session
-session never seen          (its open turn and tool uses, on a fleet those another instance
-                            started) and its hooks run, for it may be the end of a session this
-                            server forgot (a restart without a store) or never served (another
-                            instance); a forged one ends nothing the store does not hold
-a missing or refused        401 or 403 (non-blocking: the tool runs) or, with ``fail_closed``,
-token                       the failure answer above (a deny for ``PreToolUse``, naming the token
-                            problem); nothing of it is handled or recorded
-the client closes its       nobody reads the answer (Claude Code's hook timeout passed, or it
-connection first            was interrupted): the approvals asked for the call are withdrawn
-                            (:class:`~otelhooks._actions._asker.Asker`)
-serve stops while it        past the stop's 5 s grace: answered as a failure that names the stop
-holds the call              (a deny when a hook that blocks when it fails, an approval, or
-                            fail-closed guards it), never the server's bare 500; its approvals
-                            are withdrawn
-==========================  ======================================================================
+answers with what the bridge would print, in HTTP's terms: a block as JSON, a failure as 500
+or, fail-closed, a deny; 413, 400, 401/403, 503 with ``Retry-After`` (the table of
+:mod:`~otelhooks.integrations.coding_agents._http_answers`, which builds each).
 
 The body is read by :func:`~otelhooks.integrations.coding_agents._input.parse_input`, as the
 command form reads stdin: a value nested deeper than its limit reaches the hooks as its JSON text,
@@ -99,18 +54,15 @@ from otelhooks._store._errors import StoreUnavailable, error_reason
 from otelhooks.integrations.coding_agents._answers import (
     ANSWERING_EVENTS,
     closed_answer,
-    could_not_check,
     late_problem,
 )
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
-from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._guard_time import ASKS_ON_FAILURE
+from otelhooks.integrations.coding_agents._http_answers import event_of, failure, http_answer
 from otelhooks.integrations.coding_agents._input import (
-    SKILL_COMMAND,
     InputProblem,
     as_tool_call,
-    event_name_of,
     parse_input,
     tool_name_of,
 )
@@ -121,7 +73,6 @@ __all__ = [
     "DEFAULT_MAX_HOOK_BODY",
     "HOOK_ROUTE",
     "ClaudeCodeHookRoute",
-    "http_answer",
 ]
 
 HOOK_ROUTE = "/v1/hooks/claude-code"
@@ -137,40 +88,6 @@ _log = structlog.get_logger("otelhooks")
 
 # events whose hooks decide: they run before the answer (every other event's hooks are queued)
 _DECIDING = ANSWERING_EVENTS
-
-
-def _event_of(raw: bytes) -> str | None:
-    """The bridge's name of an unreadable input's event (a skill's command is a PreToolUse)."""
-    seen = event_name_of(raw)
-    return "PreToolUse" if seen == SKILL_COMMAND else seen
-
-
-def _deny(event: str, reason: str) -> dict[str, Any]:
-    if event == "PreToolUse":
-        decision = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-        return {"hookSpecificOutput": decision}
-    return {"decision": "block", "reason": reason}
-
-
-def http_answer(event: str, response: HookResponse) -> tuple[int, bytes]:
-    """The HTTP status and body for a bridge answer (see the module table).
-
-    Example:
-        >>> http_answer("PreToolUse", HookResponse(2, stderr="no rm"))[0]
-        200
-    """
-    if response.exit_code == 0:
-        body = (response.http_body or response.stdout).strip() or "{}"
-        return 200, body.encode()
-    if response.exit_code == 2:
-        reason = response.stderr.strip() or "Blocked by an otelhooks hook."
-        return 200, json.dumps(_deny(event, reason)).encode()
-    problem = response.stderr.strip() or "the otelhooks bridge failed"
-    return 500, json.dumps({"error": "hook_failed", "message": problem}).encode()
 
 
 class ClaudeCodeHookRoute:
@@ -223,18 +140,6 @@ class ClaudeCodeHookRoute:
         sessions = bridge.state
         self._local = isinstance(sessions, ServerSessions) and sessions.local
         self._store = sessions.store_name
-
-    def _failure(
-        self, event: str | None, problem: str, status: int = 500, *, closed: bool = False
-    ) -> tuple[int, bytes]:
-        """The answer when no hook decided: a deny when fail-closed guards it (the server's
-        ``fail_closed``, or ``closed``: a hook that was to decide blocks when it fails), else
-        ``status``."""
-        if (self.fail_closed or closed) and event in ("PreToolUse", None):
-            reason = could_not_check(problem, fail_closed=self.fail_closed)
-            return 200, json.dumps(_deny("PreToolUse", reason)).encode()
-        error = "hook_failed" if status == 500 else "bad_request"
-        return status, json.dumps({"error": error, "message": problem}).encode()
 
     def _deadline_s(self) -> float:
         """When a deciding call counts as failed: an approval hook holds it for a person, so
@@ -304,11 +209,13 @@ class ClaudeCodeHookRoute:
         except StoreUnavailable as exc:
             if self.fail_closed and event == "PreToolUse":
                 _log.warning("claude-code hook: store unavailable", error=str(exc))
-                return self._failure(event, str(exc))
+                return failure(event, str(exc), fail_closed=self.fail_closed)
             raise  # answered 503 with Retry-After by __call__: the client may retry
         except Exception as exc:
             _log.exception("claude-code hook failed", hook_event=event)
-            return self._failure(event or None, f"{type(exc).__name__}: {exc}")
+            return failure(
+                event or None, f"{type(exc).__name__}: {exc}", fail_closed=self.fail_closed
+            )
         return http_answer(event, response)
 
     async def refused(
@@ -321,9 +228,9 @@ class ClaudeCodeHookRoute:
         is looked at, so the sender learns nothing the 401 or 403 did not say."""
         if self.fail_closed:
             raw = await read_body(receive, self.max_body_bytes)
-            event = _event_of(raw) if raw is not None else None
+            event = event_of(raw) if raw is not None else None
             problem = f"the hook request was refused: {body.get('message')}"
-            closed, answer = self._failure(event, problem, status)
+            closed, answer = failure(event, problem, status, fail_closed=self.fail_closed)
             if closed == 200:
                 await respond(send, 200, answer, b"application/json")
                 return
@@ -348,7 +255,7 @@ class ClaudeCodeHookRoute:
         try:
             payload = as_tool_call(parse_input(raw))
         except InputProblem as exc:
-            status, answer = self._failure(_event_of(raw), str(exc), 400)
+            status, answer = failure(event_of(raw), str(exc), 400, fail_closed=self.fail_closed)
             await respond(send, status, answer, b"application/json")
             return
         event = str(payload.get("hook_event_name") or "")
@@ -413,7 +320,7 @@ class ClaudeCodeHookRoute:
         413 for a non-blocking error and runs the tool), else 413 (a deny with ``fail_closed``
         when it may be a ``PreToolUse``)."""
         problem = f"the hook input is larger than {self.max_body_bytes} bytes"
-        event = _event_of(head)
+        event = event_of(head)
         guards: list[str] = []
         if event == "PreToolUse":
             tool = tool_name_of(head)
@@ -432,8 +339,9 @@ class ClaudeCodeHookRoute:
             which = "hook " + ", ".join(guards)
             problem = f"{problem}: {which} could not check it"
             _log.error("claude-code hook input too large: denied", hook_ids=guards)
-            return self._failure(event, problem, 413, closed=True)
-        status, answer = self._failure(None, problem, 413)  # fail-closed: any event may be it
+            return failure(event, problem, 413, closed=True, fail_closed=self.fail_closed)
+        # fail-closed: any event may be it
+        status, answer = failure(None, problem, 413, fail_closed=self.fail_closed)
         if status == 413:
             answer = json.dumps({"error": "too_large", "message": problem}).encode()
         return status, answer
@@ -454,7 +362,7 @@ class ClaudeCodeHookRoute:
         if closed and event != "PreToolUse":
             # the hook that blocks when it fails failed: its block, as in time
             return http_answer(event, closed_answer(event, problem, payload))
-        return self._failure(event, problem, closed=closed)
+        return failure(event, problem, closed=closed, fail_closed=self.fail_closed)
 
     def close(self) -> None:
         """Stop the runner's threads (after the calls it holds)."""
