@@ -16,6 +16,7 @@ import pytest
 from otelhooks import EventLogServer, serve
 from otelhooks._actions._approval_inbox import WITHDRAWN
 from tests.integrations._daemon_procs import bash, client_env, daemon_pid, finish, start_hook
+from tests.web.conftest import denying_at_stop
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -35,14 +36,8 @@ hooks:
 
 @pytest.fixture
 def server() -> Iterator[EventLogServer]:
-    started = serve(token=TOKEN)
-    try:
+    with denying_at_stop(serve(token=TOKEN), AUTH) as started:
         yield started
-    finally:
-        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
-            for item in admin.get("/v1/approvals").json()["pending"]:
-                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
-        started.stop()
 
 
 def _card(admin: httpx.Client, session: str, state: str) -> dict[str, Any]:

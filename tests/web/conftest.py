@@ -156,11 +156,20 @@ def serving_inbox(
     """A serve (of ``hook_files``, with ``options``) whose agents hold :data:`AGENT`; what it
     leaves waiting in the process's inbox (which outlives it) is denied as it stops."""
     monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
-    started = serve(list(hook_files), token=TOKEN, **options)
+    with denying_at_stop(serve(list(hook_files), token=TOKEN, **options)) as started:
+        yield started
+
+
+@contextmanager
+def denying_at_stop(
+    started: EventLogServer, auth: dict[str, str] = AUTH
+) -> Iterator[EventLogServer]:
+    """``started`` for the block; then what it leaves waiting in the process's inbox (which
+    outlives it) is denied with its admin header ``auth``, and it stops."""
     try:
         yield started
     finally:
-        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
+        with httpx.Client(base_url=started.url, headers=auth) as admin:
             for item in admin.get("/v1/approvals").json()["pending"]:
                 admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
         started.stop()

@@ -15,7 +15,7 @@ import pytest
 
 from otelhooks import EventLogServer, serve
 from tests.web._otlp import agent_run, ids, post, span
-from tests.web.conftest import AUTH, TOKEN, ask, click_answer, log_in
+from tests.web.conftest import AUTH, TOKEN, ask, click_answer, denying_at_stop, log_in
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -30,14 +30,8 @@ ONE = re.compile(r"/v1/approvals/[0-9a-f]{32}$")
 def served() -> Iterator[EventLogServer]:
     # the cards here have no asker waiting: a lease longer than the module keeps them pending
     # (the next serve sets its own)
-    started = serve(token=TOKEN, approval_lease_s=600)
-    try:
+    with denying_at_stop(serve(token=TOKEN, approval_lease_s=600)) as started:
         yield started
-    finally:
-        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
-            for item in admin.get("/v1/approvals").json()["pending"]:
-                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
-        started.stop()
 
 
 def _deny(server: EventLogServer, approval: str) -> None:
