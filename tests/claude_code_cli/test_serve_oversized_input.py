@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.claude_code import install
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import (
+    OFFLINE_ENV,
+    MessagesApi,
+    ToolStep,
+    serve_messages_api,
+)
 from tests.coding_agents_cli._runs import CLAUDE, need_cli
 from tests.reliability._serve_proc import INGEST, ServeProc
 
@@ -50,10 +55,7 @@ def test_a_padded_rm_rf_past_the_body_limit_is_denied_by_serve(
                 [str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"],
                 cwd=project, capture_output=True, text=True, timeout=120,
                 env={"PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": api_url,
-                     "ANTHROPIC_API_KEY": "sk-ant-fake", "DISABLE_TELEMETRY": "1",
-                     "DISABLE_ERROR_REPORTING": "1",
-                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-                     "IS_SANDBOX": "1", "OTELHOOKS_INGEST_TOKEN": INGEST},
+                     **OFFLINE_ENV, "OTELHOOKS_INGEST_TOKEN": INGEST},
             )  # fmt: skip
     finally:
         serve.stop()

@@ -18,6 +18,7 @@ import pytest
 
 from otelhooks import read_otlp_json_lines
 from tests._realparts import require
+from tests.claude_code_cli._messages_api import OFFLINE_ENV
 from tests.mcp._fake_anthropic import fake_anthropic
 from tests.mcp._harness import ROOT, SERVER_APP, calls, write_hooks
 
@@ -66,12 +67,7 @@ def test_claude_code_gets_the_denial_and_the_server_never_sees_the_call(tmp_path
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(tmp_path / "home"),
             "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
-            "IS_SANDBOX": "1",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
+            **OFFLINE_ENV,
         }
         run = subprocess.run(
             [CLAUDE, "-p", "write a secret note", "--permission-mode", "bypassPermissions",
