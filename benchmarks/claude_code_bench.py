@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -29,8 +30,6 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # this checkout's otelhooks, whatever is installed
@@ -59,15 +58,6 @@ def instance_files(tmp: Path) -> None:
         "kind: agent_events\nname: bench\non: [after_tool_result]\ndurable: true\n"
         f"path: {tmp / 'events.sqlite3'}\nretention: 10000000\n"
     )
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _session_events(session: str, tools: int) -> list[dict[str, Any]]:
@@ -143,30 +133,31 @@ def start_serve(
     stderr: int = subprocess.DEVNULL,
     timeout_s: float = 30.0,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``otelhooks serve ARGS`` on a free port (under ``wrapper``, e.g. valgrind) with the
-    benchmarks' admin token, ``pythonpath``'s otelhooks and ``env``; return the process and its
-    URL once it answers."""
-    port = _free_port()
+    """Start ``otelhooks serve ARGS`` on a port of its own choosing (under ``wrapper``, e.g.
+    valgrind) with the benchmarks' admin token, ``pythonpath``'s otelhooks and ``env``; return
+    the process and the URL it says it listens on."""
     # -P: ``-m`` would put the working folder first on sys.path, and a run from a checkout
     # imports that checkout's otelhooks whatever ``pythonpath`` names (its "before" is the after)
-    argv = [*wrapper, sys.executable, "-P", "-m", "otelhooks", "serve", "--port", str(port), *args]
+    argv = [*wrapper, sys.executable, "-P", "-m", "otelhooks", "serve", "--port", "0", *args]
     full_env = {
         **os.environ,
         "PYTHONPATH": str(pythonpath),
         "OTELHOOKS_ADMIN_TOKEN": TOKEN,
         **(env or {}),
     }
-    proc = subprocess.Popen(argv, env=full_env, stdout=subprocess.DEVNULL, stderr=stderr)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            httpx.get(url + "/v1/events", headers={"Authorization": f"Bearer {TOKEN}"})
-            return proc, url
-        except httpx.TransportError:
+    # port 0 and the URL serve prints: a port picked here and freed could be taken meanwhile;
+    # its output goes to a file so nothing has to keep reading a pipe for the run's length
+    with tempfile.TemporaryFile() as out:  # the child keeps writing to its own descriptor
+        proc = subprocess.Popen(argv, env=full_env, stdout=out, stderr=stderr)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            out.seek(0)
+            found = re.search(rb"listening on (http://\S+)", out.read())
+            if found:
+                return proc, found.group(1).decode()
             if time.monotonic() > deadline or proc.poll() is not None:
                 proc.kill()
-                raise RuntimeError("serve did not start") from None
+                raise RuntimeError("serve did not start")
             time.sleep(0.05)
 
 
