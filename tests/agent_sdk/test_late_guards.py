@@ -27,14 +27,21 @@ pytestmark = pytest.mark.timeout(120)
 START_GUARD = {"id": "start-policy", "type": "SessionStart", "command": "exit 2"}
 
 
-def _run(project: Path, home: Path, url: str, hooks: Any, operation: Any = None) -> list[Any]:
+def _run(
+    project: Path,
+    home: Path,
+    url: str,
+    hooks: Any,
+    operation: Any = None,
+    permission_mode: str = "bypassPermissions",
+) -> list[Any]:
     """The SDK's messages for one prompt (inside ``operation``'s ``async with`` when given); an
     error the SDK raises ends the list."""
     sdk = _sdk()
     home.mkdir(parents=True, exist_ok=True)
     env = {"ANTHROPIC_BASE_URL": url, **OFFLINE_ENV, "HOME": str(home)}
     options = sdk.ClaudeAgentOptions(
-        cwd=str(project), env=env, hooks=hooks, permission_mode="bypassPermissions"
+        cwd=str(project), env=env, hooks=hooks, permission_mode=permission_mode
     )
 
     async def prompt() -> Any:

@@ -65,15 +65,19 @@ AGENT = "claude-agent-sdk"
 # every name to its CLI: a skill's inline shell command (PreSkillShellCommand, with no
 # PreToolUse: not hooked, a project skill's ``!`rm -rf ...` `` ran past every guard), a slash
 # command's expansion (UserPromptExpansion: not hooked, a guard blocking ``/deploy`` never ran),
-# PostToolBatch, ConfigChange, CwdChanged and PostCompact all reach a callback. Not
-# MessageDisplay, which does too: a callback per batch of displayed lines (``install`` does not
-# write it either). Hooks on every other event are refused or warned of (:mod:`._undelivered`).
+# PostToolBatch, ConfigChange, CwdChanged and PostCompact all reach a callback; so do
+# PermissionDenied (auto mode refusing a call its safety check cannot judge: not hooked, the
+# call's span ended as an error at close and no on_tool_call_denied hook heard of it) and
+# Notification (a permission still undecided after 6 s). Not MessageDisplay, which does too: a
+# callback per batch of displayed lines (``install`` does not write it either). Hooks on every
+# other event are refused or warned of (:mod:`._undelivered`).
 SDK_EVENTS: tuple[str, ...] = (
     "UserPromptSubmit",
     "UserPromptExpansion",
     "PreToolUse",
     SKILL_COMMAND,
     "PermissionRequest",
+    "PermissionDenied",
     "PostToolUse",
     "PostToolUseFailure",
     "PostToolBatch",
@@ -88,7 +92,9 @@ SDK_EVENTS: tuple[str, ...] = (
 )
 # the Claude Code hook events no callback of hooks_for hears
 UNDELIVERED_EVENTS: tuple[str, ...] = undelivered_events(SDK_EVENTS)
-_TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
+_TOOL_EVENTS = frozenset(
+    {"PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure"}
+)
 # answered with hookSpecificOutput.permissionDecision, a deny keeps the command from running
 _DENIABLE = frozenset({"PreToolUse", SKILL_COMMAND})
 # Python keywords the SDK spells with a trailing underscore (it renames them for the CLI)
