@@ -15,7 +15,14 @@ from typing import Any
 from langchain_core.tools import InjectedToolArg
 from pydantic import BaseModel, ValidationError
 
-from otelhooks.integrations.langchain._tool_args import json_form, named, spellings
+from otelhooks.integrations.langchain._tool_args import (
+    json_form,
+    leads,
+    named,
+    nested_paths,
+    set_nested,
+    spellings,
+)
 
 __all__ = [
     "args_for_inner",
@@ -25,6 +32,7 @@ __all__ = [
     "given_of",
     "kept_back",
     "named_input",
+    "unshown",
 ]
 
 
@@ -90,6 +98,25 @@ def full_input(
     except Exception:  # e.g. the schema forbids what it takes under no alias: as given
         return dict(tool_input)
     return {**full, **values, **json_form(parsed, values)}
+
+
+def unshown(
+    model: type[BaseModel] | None, tool_input: str | dict[str, Any], full: str | dict[str, Any]
+) -> dict[str, Any]:
+    """The arguments the guards are shown beside :func:`full_input`'s (as the handler's
+    caller-injected ones are): each given under an alias only that ``full`` (LangChain's input,
+    which the schema validates) could not also hold under its name, a schema forbidding other
+    keys (``extra="forbid"``) refusing it there. A guard reading ``path`` must see the call
+    that gives it as ``file_path`` or inside ``{"target": {"file": ...}}``: before, it saw
+    neither and let ``/etc/passwd`` be deleted."""
+    if model is None or not isinstance(tool_input, dict) or not isinstance(full, dict):
+        return {}
+    try:
+        parsed = model.model_validate(tool_input)
+    except Exception:  # LangChain's own validation answers it
+        return {}
+    values = {k: getattr(parsed, k) for k in parsed.model_fields_set if k not in full}
+    return {**values, **json_form(parsed, values)}
 
 
 def kept_back(
@@ -182,4 +209,31 @@ def args_for_inner(
     for key, field in fields.items():  # the alias carries it: its name is no second key
         if key in args and key not in given and spellings(field) - {key} & args.keys():
             del args[key]
-    return {**for_inner(model, args), **back}
+    return {**for_inner(model, _nested(fields, args, given, decided, started)), **back}
+
+
+def _nested(
+    fields: dict[str, Any],
+    args: dict[str, Any],
+    given: dict[str, Any],
+    decided: dict[str, Any],
+    started: dict[str, Any],
+) -> dict[str, Any]:
+    """``args`` with each argument a hook rewrote (or removed) that the caller gave inside
+    another (a nested alias, ``AliasPath("target", "file")``: the guards saw it under its
+    name) rewritten (or removed) there too: the schema reads it from there before any name,
+    and the function got the caller's ``/etc/passwd`` where the hook sandboxed it. The name
+    then rides beside it no more (a schema forbidding other keys would refuse it).
+
+    Raises:
+        NestedAliasError: a hook removed a list's item (refused: never run with the
+            caller's)."""
+    for key, field in fields.items():
+        removed = key in started and key not in decided
+        changed = key in decided and (key not in started or decided[key] != started[key])
+        for path in nested_paths(field):
+            if removed or changed:
+                args = set_nested(args, path, decided.get(key), remove=removed)
+            if key not in given and leads(args, path):
+                args = {k: v for k, v in args.items() if k != key}  # the path carries it
+    return args

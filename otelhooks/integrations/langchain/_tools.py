@@ -32,22 +32,18 @@ from langchain_core.callbacks import (
     BaseCallbackHandler,
     CallbackManagerForToolRun,
 )
-from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, Tool
 from langgraph.errors import GraphBubbleUp
-from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict
 
-from otelhooks import _semconv as sc
-from otelhooks._instrument import ToolCall
 from otelhooks.integrations.langchain._handler import (
     HOOKED_METADATA_KEY,
     OtelHooksCallbackHandler,
     ToolRun,
 )
 from otelhooks.integrations.langchain._quiet_run import quiet_config, quiet_tool
-from otelhooks.integrations.langchain._tool_args import filled_in
+from otelhooks.integrations.langchain._tool_args import NestedAliasError, filled_in
 from otelhooks.integrations.langchain._tool_inputs import (
     args_for_inner,
     caller_injected,
@@ -56,7 +52,9 @@ from otelhooks.integrations.langchain._tool_inputs import (
     given_of,
     kept_back,
     named_input,
+    unshown,
 )
+from otelhooks.integrations.langchain._tool_refusals import denial, refused, rewrite_lost
 from otelhooks.integrations.langchain._tool_results import (
     ResultNotRewritableError,
     retold,
@@ -82,14 +80,6 @@ _GIVEN: contextvars.ContextVar[tuple[str | None, dict[str, Any], dict[str, Any]]
 _UNJUDGED = (
     "otelhooks could not judge this call (its handler failed as the tool started, or another "
     "call started under its run id): refused rather than run without its guards"
-)
-
-
-# what a person is asked should a refused call find no answer to take (its record counted more
-# pauses than the task kept answers): never shown when the answers are there
-_ANSWER_TAKEN = (
-    "otelhooks refused a call whose tool asked a person; this question stands in for it so "
-    "that the answer given to it is not taken by another"
 )
 
 
@@ -146,30 +136,12 @@ def _decisive(runs: list[ToolRun]) -> ToolRun:
     return rewritten[0] if rewritten else runs[0]
 
 
-def _denial(reason: str, tool_call_id: str, name: str, decided_by: Any) -> ToolMessage:
-    """The ``ToolMessage`` of a call otelhooks or a hook refused (a deny, a blocked result, a
-    call no guard could judge): an error carrying the reason, and who decided it."""
-    return ToolMessage(
-        content=reason,
-        tool_call_id=tool_call_id,
-        name=name,
-        status="error",
-        response_metadata={
-            "otelhooks": {
-                "classification": sc.CLASSIFICATION_HOOK_DENIED,
-                "reason": reason,
-                "decidedBy": decided_by,
-            }
-        },
-    )
-
-
 def _unjudged(name: str) -> Any:
     """What the model sees of a call no guard could judge: an error, never the tool's run."""
     call_id = _GIVEN.get()[0]
     if call_id is None:
         return _UNJUDGED
-    return _denial(_UNJUDGED, call_id, name, "otelhooks")
+    return denial(_UNJUDGED, call_id, name, "otelhooks")
 
 
 def _persisted(
@@ -185,23 +157,7 @@ def _persisted(
     reason = str(state.get("reason") or blocked.result.content)
     if tool_call_id is None:
         return reason
-    return _denial(reason, tool_call_id, name, state.get("decidedBy"))
-
-
-def _refusal(runs: list[ToolRun], tool: ToolRun, name: str) -> Any:
-    """What the model sees instead of the tool's output: a denial or a mock. A refused call
-    resuming its tool's pause takes the answers given to it first: LangGraph hands each
-    ``interrupt()`` of a task the answers in turn, so the task's next question (the node's
-    own "send $1000?") would take the "yes" given to this call's."""
-    for _ in range(max(r.answers for r in runs)):
-        interrupt(_ANSWER_TAKEN)
-    call: ToolCall = tool.call
-    if call.mocked:
-        return call.result.content
-    reason = call.deny_reason or call.result.content
-    if tool.tool_call_id is None:
-        return reason
-    return _denial(reason, tool.tool_call_id, name, (call.result.state or {}).get("decidedBy"))
+    return denial(reason, tool_call_id, name, state.get("decidedBy"))
 
 
 class HookedTool(BaseTool):
@@ -227,10 +183,11 @@ class HookedTool(BaseTool):
         tool_input, kept_back = self._kept_back(self._named(tool_input))
         given = self._given(tool_input)
         token = _GIVEN.set((kwargs.get("tool_call_id"), given, kept_back))
-        injected = CALLER_INJECTED.set(self._caller_injected(given))
+        full = self._full_input(tool_input)
+        injected = CALLER_INJECTED.set(self._shown_beside(given, tool_input, full))
         guarded = GUARDED_BY.set(None)  # this call is judged; what its tool runs is its own
         try:
-            return super().run(self._full_input(tool_input), *args, **kwargs)
+            return super().run(full, *args, **kwargs)
         finally:
             GUARDED_BY.reset(guarded)
             CALLER_INJECTED.reset(injected)
@@ -240,10 +197,11 @@ class HookedTool(BaseTool):
         tool_input, kept_back = self._kept_back(self._named(tool_input))
         given = self._given(tool_input)
         token = _GIVEN.set((kwargs.get("tool_call_id"), given, kept_back))
-        injected = CALLER_INJECTED.set(self._caller_injected(given))
+        full = self._full_input(tool_input)
+        injected = CALLER_INJECTED.set(self._shown_beside(given, tool_input, full))
         guarded = GUARDED_BY.set(None)
         try:
-            return await super().arun(self._full_input(tool_input), *args, **kwargs)
+            return await super().arun(full, *args, **kwargs)
         finally:
             GUARDED_BY.reset(guarded)
             CALLER_INJECTED.reset(injected)
@@ -257,8 +215,14 @@ class HookedTool(BaseTool):
     def _named(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
         return named_input(self._model(), tool_input)
 
-    def _caller_injected(self, given: dict[str, Any]) -> dict[str, Any]:
-        return caller_injected(self._model(), given)
+    def _shown_beside(
+        self, given: dict[str, Any], tool_input: str | dict[str, Any], full: str | dict[str, Any]
+    ) -> dict[str, Any]:
+        """What the guards see beside LangChain's input: the ``InjectedToolArg`` arguments the
+        caller gave, which LangChain hides from callbacks, and each argument given under an
+        alias only that the input cannot hold under its name (:func:`._tool_inputs.unshown`)."""
+        model = self._model()
+        return {**unshown(model, tool_input, full), **caller_injected(model, given)}
 
     def _given(self, tool_input: str | dict[str, Any]) -> dict[str, Any]:
         return given_of(self._model(), tool_input)
@@ -300,9 +264,13 @@ class HookedTool(BaseTool):
             return self._quiet_inner().invoke(self._args_for_inner(kwargs, None), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
-            return _refusal(runs, tool, self.name)
+            return refused(runs, tool, self.name)
         try:
-            output = self._quiet_inner().invoke(self._inner_input(tool, kwargs), config=config)
+            given = self._inner_input(tool, kwargs)
+        except NestedAliasError as exc:
+            return rewrite_lost(runs, tool, self.name, exc)
+        try:
+            output = self._quiet_inner().invoke(given, config=config)
         except GraphBubbleUp:  # LangGraph's interrupt(): a pause, not an error text
             raise
         except Exception as exc:
@@ -337,11 +305,13 @@ class HookedTool(BaseTool):
             )
         tool = _decisive(runs)
         if not tool.call.should_run:
-            return _refusal(runs, tool, self.name)
+            return refused(runs, tool, self.name)
         try:
-            output = await self._quiet_inner().ainvoke(
-                self._inner_input(tool, kwargs), config=config
-            )
+            given = self._inner_input(tool, kwargs)
+        except NestedAliasError as exc:
+            return rewrite_lost(runs, tool, self.name, exc)
+        try:
+            output = await self._quiet_inner().ainvoke(given, config=config)
         except GraphBubbleUp:
             raise
         except Exception as exc:
