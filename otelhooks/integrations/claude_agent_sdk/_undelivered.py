@@ -34,9 +34,10 @@ _BRIDGE_MADE = frozenset({"on_tool_call_denied", "on_error", "session_end"})
 
 
 class UndeliveredHookWarning(UserWarning):
-    """A hook given to ``hooks_for`` is on an event the Claude Agent SDK never calls back for
-    (``SessionStart``, ``SessionEnd``, ``InstructionsLoaded``, ...), or on no Claude Code event
-    at all: it will never run under the SDK.
+    """A hook given to ``hooks_for`` (or to its engine later) is on an event the Claude Agent
+    SDK never calls back for (``SessionStart``, ``SessionEnd``, ``InstructionsLoaded``, ...), or
+    on no Claude Code event at all, or is a hook of the ``oh.operation(...)`` the SDK runs in
+    (whose hooks the bridge never runs): it will never run under the SDK.
 
     Turn it into an error to refuse such engines: ``warnings.simplefilter("error",
     UndeliveredHookWarning)``.
