@@ -124,9 +124,11 @@ def wait_for(path: Path) -> str:
 async def _slow_refusal(tool: str, arguments: Any, context: Any) -> Any:
     """The application's ``can_use_tool`` taking longer than the CLI's 6 s before it tells a
     person a permission waits (its ``Notification`` of type ``permission_prompt``), then
-    refusing: nothing runs."""
+    refusing: nothing runs. The wait is the scenario, not a synchronisation: 4 s past the CLI's
+    timer leave its hooks (the callback and the witness's command) time to finish before the
+    run ends."""
     sdk = _sdk()
-    await asyncio.sleep(7)
+    await asyncio.sleep(10)
     return sdk.PermissionResultDeny(message="not now")
 
 
