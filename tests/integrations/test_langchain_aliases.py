@@ -237,3 +237,34 @@ def test_a_removal_a_nested_list_cannot_carry_is_refused(pipe: TestPipeline, mod
     assert answer.status == "error"
     assert "nested alias" in str(answer.content)
     assert ran == []
+
+
+class ForcingByAliasForbiddingOthers(BaseModel):
+    """Forces by default, ``force`` taken as ``f`` only, and no other key."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(alias="file_path")
+    force: bool = Field(True, alias="f")
+
+
+def _no_forced_delete(event: ToolCallEvent) -> Block | None:
+    return Block("no forced delete") if event.args.get("force") is True else None
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_guard_sees_the_default_a_schema_forbidding_other_keys_fills_in(
+    pipe: TestPipeline, mode: str
+) -> None:
+    # before: LangChain's input could not hold ``force`` beside ``f`` (the schema forbids it),
+    # so the guard saw only ``file_path`` and the forced delete ran
+    pipe.register(hook("no-forced-delete", "before_tool_call", _no_forced_delete))
+    ran: list[tuple[str, bool]] = []
+    tool = _rm(ForcingByAliasForbiddingOthers, ran)
+    denied = _run(tool, {"file_path": "/tmp/a.txt"}, OtelHooksCallbackHandler(pipe.tracer), mode)
+    assert (denied.status, denied.content) == ("error", "no forced delete")
+    assert ran == []
+    allowed = _run(
+        tool, {"file_path": "/tmp/a.txt", "f": False}, OtelHooksCallbackHandler(pipe.tracer), mode
+    )
+    assert (allowed.status, allowed.content) == ("success", "deleted /tmp/a.txt")
+    assert ran == [("/tmp/a.txt", False)]

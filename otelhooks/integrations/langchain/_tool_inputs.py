@@ -32,7 +32,6 @@ __all__ = [
     "given_of",
     "kept_back",
     "named_input",
-    "unshown",
 ]
 
 
@@ -62,7 +61,7 @@ def for_inner(model: type[BaseModel] | None, kwargs: dict[str, Any]) -> dict[str
 
 def full_input(
     model: type[BaseModel] | None, tool_input: str | dict[str, Any]
-) -> str | dict[str, Any]:
+) -> tuple[str | dict[str, Any], dict[str, Any]]:
     """The input as the tool's function receives it, which is what the handler's guards
     judge as the call starts: a plain string (LangChain's input for a one-argument tool)
     named after that argument, each default of the argument schema the caller left out
@@ -71,9 +70,19 @@ def full_input(
     is ``True``, which a guard comparing with ``true`` must see; an enum is its value and a
     nested model its fields, as the model wrote them, which a guard compares with). Not a
     ``None`` default: the schema validates what is given, and ``limit: int = None`` refuses
-    a ``None`` given."""
+    a ``None`` given.
+
+    Returns:
+        LangChain's input (which the schema validates), and what the guards are shown beside
+        it (as the handler's caller-injected arguments are) where the schema would refuse it
+        in the input: a schema forbidding other keys (``extra="forbid"``) takes no name of an
+        argument it takes under an alias only, and a guard reading ``path`` must still see the
+        call that gives it as ``file_path`` or inside ``{"target": {"file": ...}}``, and the
+        ``force=True`` it defaults to (before, it saw neither and let ``/etc/passwd`` be
+        deleted).
+    """
     if model is None or not model.model_fields:
-        return tool_input
+        return tool_input, {}
     fields = model.model_fields
     if isinstance(tool_input, str):
         tool_input = {next(iter(fields)): tool_input}
@@ -88,35 +97,18 @@ def full_input(
         # validators do not run on it unless the schema says ``validate_default``)
         parsed = model.model_validate(tool_input)
     except ValidationError:  # LangChain's own validation answers it, as without otelhooks
-        return full
+        return full, {}
     # each field given, under its name too when it was given under an alias the schema
     # takes alone (``file_path``): a guard reads the name the function receives
     shown = full.keys() | parsed.model_fields_set
     values = {k: getattr(parsed, k) for k in fields if k in shown}
+    view = {**full, **values, **json_form(parsed, values)}
     try:  # a probe: its validators see their own output here, which one may refuse
         model.model_validate({**full, **values})
     except Exception:  # e.g. the schema forbids what it takes under no alias: as given
-        return dict(tool_input)
-    return {**full, **values, **json_form(parsed, values)}
-
-
-def unshown(
-    model: type[BaseModel] | None, tool_input: str | dict[str, Any], full: str | dict[str, Any]
-) -> dict[str, Any]:
-    """The arguments the guards are shown beside :func:`full_input`'s (as the handler's
-    caller-injected ones are): each given under an alias only that ``full`` (LangChain's input,
-    which the schema validates) could not also hold under its name, a schema forbidding other
-    keys (``extra="forbid"``) refusing it there. A guard reading ``path`` must see the call
-    that gives it as ``file_path`` or inside ``{"target": {"file": ...}}``: before, it saw
-    neither and let ``/etc/passwd`` be deleted."""
-    if model is None or not isinstance(tool_input, dict) or not isinstance(full, dict):
-        return {}
-    try:
-        parsed = model.model_validate(tool_input)
-    except Exception:  # LangChain's own validation answers it
-        return {}
-    values = {k: getattr(parsed, k) for k in parsed.model_fields_set if k not in full}
-    return {**values, **json_form(parsed, values)}
+        given = dict(tool_input)
+        return given, {k: v for k, v in view.items() if k not in given}
+    return view, {}
 
 
 def kept_back(

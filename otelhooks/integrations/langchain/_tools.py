@@ -52,7 +52,6 @@ from otelhooks.integrations.langchain._tool_inputs import (
     given_of,
     kept_back,
     named_input,
-    unshown,
 )
 from otelhooks.integrations.langchain._tool_refusals import denial, refused, rewrite_lost
 from otelhooks.integrations.langchain._tool_results import (
@@ -175,16 +174,19 @@ class HookedTool(BaseTool):
     def _for_inner(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         return for_inner(self._model(), kwargs)
 
-    def _full_input(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
-        """What the handler's guards judge as the call starts (:func:`._tool_inputs.full_input`)."""
+    def _full_input(
+        self, tool_input: str | dict[str, Any]
+    ) -> tuple[str | dict[str, Any], dict[str, Any]]:
+        """What the handler's guards judge as the call starts: LangChain's input, and what they
+        are shown beside it (:func:`._tool_inputs.full_input`)."""
         return full_input(self._model(), tool_input)
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         tool_input, kept_back = self._kept_back(self._named(tool_input))
         given = self._given(tool_input)
         token = _GIVEN.set((kwargs.get("tool_call_id"), given, kept_back))
-        full = self._full_input(tool_input)
-        injected = CALLER_INJECTED.set(self._shown_beside(given, tool_input, full))
+        full, beside = self._full_input(tool_input)
+        injected = CALLER_INJECTED.set({**beside, **self._caller_injected(given)})
         guarded = GUARDED_BY.set(None)  # this call is judged; what its tool runs is its own
         try:
             return super().run(full, *args, **kwargs)
@@ -197,8 +199,8 @@ class HookedTool(BaseTool):
         tool_input, kept_back = self._kept_back(self._named(tool_input))
         given = self._given(tool_input)
         token = _GIVEN.set((kwargs.get("tool_call_id"), given, kept_back))
-        full = self._full_input(tool_input)
-        injected = CALLER_INJECTED.set(self._shown_beside(given, tool_input, full))
+        full, beside = self._full_input(tool_input)
+        injected = CALLER_INJECTED.set({**beside, **self._caller_injected(given)})
         guarded = GUARDED_BY.set(None)
         try:
             return await super().arun(full, *args, **kwargs)
@@ -215,14 +217,8 @@ class HookedTool(BaseTool):
     def _named(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
         return named_input(self._model(), tool_input)
 
-    def _shown_beside(
-        self, given: dict[str, Any], tool_input: str | dict[str, Any], full: str | dict[str, Any]
-    ) -> dict[str, Any]:
-        """What the guards see beside LangChain's input: the ``InjectedToolArg`` arguments the
-        caller gave, which LangChain hides from callbacks, and each argument given under an
-        alias only that the input cannot hold under its name (:func:`._tool_inputs.unshown`)."""
-        model = self._model()
-        return {**unshown(model, tool_input, full), **caller_injected(model, given)}
+    def _caller_injected(self, given: dict[str, Any]) -> dict[str, Any]:
+        return caller_injected(self._model(), given)
 
     def _given(self, tool_input: str | dict[str, Any]) -> dict[str, Any]:
         return given_of(self._model(), tool_input)
