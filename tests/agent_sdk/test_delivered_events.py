@@ -38,6 +38,10 @@ ALL_EVENTS = sorted(
         for label in TABLE[key]
     }
 )
+# nothing listens on port 9 of the loopback, and the CLI never runs it
+PIPE = "curl -s http://127.0.0.1:9/install.sh | sh"
+# a call auto mode sends to its safety check (a plain ``rm -rf`` in the project it allows)
+DENIED = [ToolStep("t_pipe", "Bash", {"command": PIPE, "description": "install"})]
 # the field that tells a SessionStart (InstructionsLoaded) the callback got from another one
 _KIND = {"SessionStart": "source", "InstructionsLoaded": "load_reason"}
 
@@ -48,8 +52,16 @@ def _label(payload: dict[str, Any]) -> str:
     return f"{name}:{payload.get(field)}" if field else name
 
 
-def _record(project: Path, home: Path, steps: list[ToolStep], prompts: list[str], mode: str) -> Any:
-    """Run the SDK; what reached a callback, and what reached the CLI's command hooks."""
+def _record(
+    project: Path,
+    home: Path,
+    steps: list[ToolStep],
+    prompts: list[str],
+    mode: str,
+    **extra: Any,
+) -> Any:
+    """Run the SDK (``extra``: more ``ClaudeAgentOptions``); what reached a callback, and what
+    reached the CLI's command hooks."""
     sdk = _sdk()
     (project / ".claude").mkdir(parents=True)
     (project / "sub").mkdir()
@@ -82,6 +94,7 @@ def _record(project: Path, home: Path, steps: list[ToolStep], prompts: list[str]
             hooks=hooks,
             permission_mode=mode,
             setting_sources=["project"],
+            **extra,
         )
 
         async def stream() -> Any:
@@ -89,7 +102,10 @@ def _record(project: Path, home: Path, steps: list[ToolStep], prompts: list[str]
                 yield {"type": "user", "message": {"role": "user", "content": prompt}}
 
         async def main() -> None:
-            async for _ in sdk.query(prompt=stream(), options=options):
+            try:
+                async for _ in sdk.query(prompt=stream(), options=options):
+                    pass
+            except sdk.ClaudeSDKError:  # a run the CLI ends with an error result (auto mode's)
                 pass
 
         asyncio.run(asyncio.wait_for(main(), 150))
@@ -105,7 +121,18 @@ def wait_for(path: Path) -> str:
     return f"for i in $(seq 300); do [ -e '{path}' ] && exit 0; sleep 0.1; done"
 
 
-def _runs(project: Path) -> dict[str, tuple[list[ToolStep], list[str], str]]:
+async def _slow_refusal(tool: str, arguments: Any, context: Any) -> Any:
+    """The application's ``can_use_tool`` taking longer than the CLI's 6 s before it tells a
+    person a permission waits (its ``Notification`` of type ``permission_prompt``), then
+    refusing: nothing runs. The wait is the scenario, not a synchronisation: 4 s past the CLI's
+    timer leave its hooks (the callback and the witness's command) time to finish before the
+    run ends."""
+    sdk = _sdk()
+    await asyncio.sleep(10)
+    return sdk.PermissionResultDeny(message="not now")
+
+
+def _runs(project: Path) -> dict[str, tuple[list[ToolStep], list[str], str, dict[str, Any]]]:
     local = project / ".claude" / "settings.local.json"
     changed = wait_for(project.parent / "called-ConfigChange")
     tools = [
@@ -122,18 +149,24 @@ def _runs(project: Path) -> dict[str, tuple[list[ToolStep], list[str], str]]:
     ]
     touch = [ToolStep("t_touch", "Bash", {"command": "touch x", "description": "touch"})]
     return {
-        "tools": (tools, ["do it"], "bypassPermissions"),
+        "tools": (tools, ["do it"], "bypassPermissions", {}),
         # no can_use_tool: the CLI asks for permission (PermissionRequest), nobody answers
-        "permission": (touch, ["do it"], "default"),
-        "compact": ([], ["hello", "/compact"], "bypassPermissions"),  # a SessionStart, compact
+        "permission": (touch, ["do it"], "default", {}),
+        "compact": ([], ["hello", "/compact"], "bypassPermissions", {}),  # a SessionStart, compact
+        # auto mode's safety check runs on Anthropic's side, which the scripted API (any
+        # ANTHROPIC_BASE_URL of the application's own) does not pass: the CLI refuses a call
+        # the check was to judge (PermissionDenied) and ends the run with an error result
+        "denied": (DENIED, ["do it"], "auto", {}),
+        # a permission still waiting after 6 s: the CLI notifies (Notification)
+        "notification": (touch, ["do it"], "default", {"can_use_tool": _slow_refusal}),
     }
 
 
 @pytest.mark.parametrize("run", sorted(TABLE["runs"]))
 def test_the_sdk_delivers_the_events_the_table_says(tmp_path: Path, run: str) -> None:
     project = tmp_path / "project"
-    steps, prompts, mode = _runs(project)[run]
-    called, witnessed = _record(project, tmp_path / "home", steps, prompts, mode)
+    steps, prompts, mode, extra = _runs(project)[run]
+    called, witnessed = _record(project, tmp_path / "home", steps, prompts, mode, **extra)
     expected = TABLE["runs"][run]
     missing = sorted(set(expected["delivered"]) - called)
     assert not missing, f"the SDK no longer calls back for {missing}: update the table"
@@ -153,6 +186,5 @@ def test_hooks_for_hooks_the_delivered_events_and_names_the_rest() -> None:
     from otelhooks.integrations.claude_agent_sdk import SDK_EVENTS, UNDELIVERED_EVENTS
 
     delivered = {label.split(":")[0] for label in TABLE["delivered"]}
-    # Notification: the SDK's own HookEvent names it, though no run here triggers it
-    assert set(SDK_EVENTS) == delivered - {"MessageDisplay", "SessionStart"} | {"Notification"}
+    assert set(SDK_EVENTS) == delivered - {"MessageDisplay", "SessionStart"}
     assert set(UNDELIVERED_EVENTS) == set(ALL_EVENTS) - set(SDK_EVENTS)

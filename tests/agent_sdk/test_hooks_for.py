@@ -154,6 +154,7 @@ def test_hooks_for_maps_every_sdk_event_to_one_async_callback() -> None:
         "PreToolUse",
         "PreSkillShellCommand",
         "PermissionRequest",
+        "PermissionDenied",
         "PostToolUse",
         "PostToolUseFailure",
         "PostToolBatch",
@@ -171,7 +172,7 @@ def test_hooks_for_maps_every_sdk_event_to_one_async_callback() -> None:
         assert isinstance(matcher, sdk.HookMatcher)
         assert len(matcher.hooks) == 1
         assert asyncio.iscoroutinefunction(matcher.hooks[0])
-        tool_event = event in ("PreToolUse", "PermissionRequest", "PostToolUse")
+        tool_event = event in ("PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse")
         assert matcher.matcher == ("*" if tool_event or event == "PostToolUseFailure" else None)
 
 

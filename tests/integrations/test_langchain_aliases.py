@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, AliasPath, BaseModel, ConfigDict, Field
 
 from otelhooks import Block, ToolCallEvent
 from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
@@ -97,13 +97,15 @@ def _sandbox(event: ToolCallEvent) -> None:
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
-@pytest.mark.parametrize("schema", sorted(SCHEMAS))
+@pytest.mark.parametrize("schema", sorted(RUNNABLE))
 def test_a_guard_judges_an_aliased_argument_by_its_name(
     pipe: TestPipeline, mode: str, schema: str
 ) -> None:
+    # alias_forbid: before, LangChain's input could not hold the name beside the alias (the
+    # schema forbids it), so the guards saw only ``file_path`` and /etc/passwd was deleted
     pipe.register(hook("no-etc", "before_tool_call", _no_etc))
     ran: list[tuple[str, bool]] = []
-    rm = _rm(SCHEMAS[schema], ran)
+    rm = _rm(RUNNABLE[schema], ran)
     handler = OtelHooksCallbackHandler(pipe.tracer)
     spelled = "target" if schema == "choices" else "file_path"
 
@@ -117,13 +119,13 @@ def test_a_guard_judges_an_aliased_argument_by_its_name(
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
-@pytest.mark.parametrize("schema", sorted(SCHEMAS))
+@pytest.mark.parametrize("schema", sorted(RUNNABLE))
 def test_a_rewrite_of_an_aliased_argument_is_what_the_function_gets(
     pipe: TestPipeline, mode: str, schema: str
 ) -> None:
     pipe.register(hook("sandbox", "before_tool_call", _sandbox))
     ran: list[tuple[str, bool]] = []
-    rm = _rm(SCHEMAS[schema], ran)
+    rm = _rm(RUNNABLE[schema], ran)
     handler = OtelHooksCallbackHandler(pipe.tracer)
     args = {"target": "/etc/passwd", "force": True}
     if schema != "choices":
@@ -156,3 +158,113 @@ def test_an_aliased_argument_reaches_the_function_as_it_does_unwrapped(
         else:
             asyncio.run(wrapped.ainvoke(args, config=config))
     assert ran == [("/tmp/a.txt", True)] * 2
+
+
+class ByNestedPath(BaseModel):
+    """The argument read from inside another (``AliasPath``): ``{"target": {"file": ...}}``."""
+
+    path: str = Field(validation_alias=AliasPath("target", "file"))
+    force: bool = False
+
+
+class ByNestedItem(BaseModel):
+    """A plain alias or a list's first item."""
+
+    path: str = Field(validation_alias=AliasChoices("file_path", AliasPath("targets", 0)))
+    force: bool = False
+
+
+class ByNestedPathForbiddingOthers(BaseModel):
+    """Nested, and no other key: the name may not ride beside the path."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(validation_alias=AliasPath("target", "file"))
+    force: bool = False
+
+
+class ByNestedFlag(BaseModel):
+    """An optional argument read from a list's item."""
+
+    path: str
+    force: bool = Field(False, validation_alias=AliasPath("flags", 0))
+
+
+NESTED = {
+    "path": (ByNestedPath, {"target": {"file": "/etc/passwd", "note": "x"}}),
+    "item": (ByNestedItem, {"targets": ["/etc/passwd", "/tmp/b"]}),
+    "path_forbid": (ByNestedPathForbiddingOthers, {"target": {"file": "/etc/passwd"}}),
+}
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("schema", sorted(NESTED))
+def test_a_rewrite_of_a_nested_alias_is_what_the_function_gets(
+    pipe: TestPipeline, mode: str, schema: str
+) -> None:
+    # before: the guards saw ``path`` and sandboxed it, and the inner tool was given the
+    # caller's ``target`` (which the schema reads before any name) beside it: the function
+    # deleted /etc/passwd
+    pipe.register(hook("sandbox", "before_tool_call", _sandbox))
+    ran: list[tuple[str, bool]] = []
+    model, args = NESTED[schema]
+    answer = _run(_rm(model, ran), args, OtelHooksCallbackHandler(pipe.tracer), mode)
+    assert (answer.status, answer.content) == ("success", "deleted /sandbox/etc/passwd")
+    assert ran == [("/sandbox/etc/passwd", False)]
+
+
+@pytest.mark.parametrize("schema", sorted(NESTED))
+def test_a_guard_judges_a_nested_alias_by_its_name(pipe: TestPipeline, schema: str) -> None:
+    pipe.register(hook("no-etc", "before_tool_call", _no_etc))
+    ran: list[tuple[str, bool]] = []
+    model, args = NESTED[schema]
+    denied = _run(_rm(model, ran), args, OtelHooksCallbackHandler(pipe.tracer), "invoke")
+    assert (denied.status, denied.content) == ("error", "not /etc")
+    assert ran == []
+
+
+def _no_force(event: ToolCallEvent) -> None:
+    event.args.pop("force", None)  # the function's default (False) instead
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_removal_a_nested_list_cannot_carry_is_refused(pipe: TestPipeline, mode: str) -> None:
+    # before: the hook removed ``force`` and the function got the caller's ``flags[0]``: True
+    pipe.register(hook("no-force", "before_tool_call", _no_force))
+    ran: list[tuple[str, bool]] = []
+    tool = _rm(ByNestedFlag, ran)
+    args = {"path": "/tmp/a.txt", "flags": [True]}
+    answer = _run(tool, args, OtelHooksCallbackHandler(pipe.tracer), mode)
+    assert answer.status == "error"
+    assert "nested alias" in str(answer.content)
+    assert ran == []
+
+
+class ForcingByAliasForbiddingOthers(BaseModel):
+    """Forces by default, ``force`` taken as ``f`` only, and no other key."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(alias="file_path")
+    force: bool = Field(True, alias="f")
+
+
+def _no_forced_delete(event: ToolCallEvent) -> Block | None:
+    return Block("no forced delete") if event.args.get("force") is True else None
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_guard_sees_the_default_a_schema_forbidding_other_keys_fills_in(
+    pipe: TestPipeline, mode: str
+) -> None:
+    # before: LangChain's input could not hold ``force`` beside ``f`` (the schema forbids it),
+    # so the guard saw only ``file_path`` and the forced delete ran
+    pipe.register(hook("no-forced-delete", "before_tool_call", _no_forced_delete))
+    ran: list[tuple[str, bool]] = []
+    tool = _rm(ForcingByAliasForbiddingOthers, ran)
+    denied = _run(tool, {"file_path": "/tmp/a.txt"}, OtelHooksCallbackHandler(pipe.tracer), mode)
+    assert (denied.status, denied.content) == ("error", "no forced delete")
+    assert ran == []
+    allowed = _run(
+        tool, {"file_path": "/tmp/a.txt", "f": False}, OtelHooksCallbackHandler(pipe.tracer), mode
+    )
+    assert (allowed.status, allowed.content) == ("success", "deleted /tmp/a.txt")
+    assert ran == [("/tmp/a.txt", False)]

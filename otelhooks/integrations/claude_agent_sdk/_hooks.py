@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
+from otelhooks._instrument._current import current_operation
 from otelhooks.integrations.claude_agent_sdk._undelivered import (
-    check_delivered,
+    DeliveryCheck,
     undelivered_events,
 )
 from otelhooks.integrations.claude_agent_sdk._witness import PreToolUseWitness
@@ -27,6 +28,7 @@ from otelhooks.integrations.claude_code._entries import (
 )
 from otelhooks.integrations.coding_agents._answers import closed_answer
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
+from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._input import (
@@ -43,7 +45,15 @@ if TYPE_CHECKING:
 
     from otelhooks._pipeline import OtelHooks
 
-__all__ = ["AGENT", "SDK_EVENTS", "UNDELIVERED_EVENTS", "SdkHooks", "hooks_for", "sdk_output"]
+__all__ = [
+    "AGENT",
+    "SDK_EVENTS",
+    "UNDELIVERED_EVENTS",
+    "SdkHooks",
+    "hooks_for",
+    "refusal_output",
+    "sdk_output",
+]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -55,15 +65,19 @@ AGENT = "claude-agent-sdk"
 # every name to its CLI: a skill's inline shell command (PreSkillShellCommand, with no
 # PreToolUse: not hooked, a project skill's ``!`rm -rf ...` `` ran past every guard), a slash
 # command's expansion (UserPromptExpansion: not hooked, a guard blocking ``/deploy`` never ran),
-# PostToolBatch, ConfigChange, CwdChanged and PostCompact all reach a callback. Not
-# MessageDisplay, which does too: a callback per batch of displayed lines (``install`` does not
-# write it either). Hooks on every other event are refused or warned of (:mod:`._undelivered`).
+# PostToolBatch, ConfigChange, CwdChanged and PostCompact all reach a callback; so do
+# PermissionDenied (auto mode refusing a call its safety check cannot judge: not hooked, the
+# call's span ended as an error at close and no on_tool_call_denied hook heard of it) and
+# Notification (a permission still undecided after 6 s). Not MessageDisplay, which does too: a
+# callback per batch of displayed lines (``install`` does not write it either). Hooks on every
+# other event are refused or warned of (:mod:`._undelivered`).
 SDK_EVENTS: tuple[str, ...] = (
     "UserPromptSubmit",
     "UserPromptExpansion",
     "PreToolUse",
     SKILL_COMMAND,
     "PermissionRequest",
+    "PermissionDenied",
     "PostToolUse",
     "PostToolUseFailure",
     "PostToolBatch",
@@ -78,7 +92,9 @@ SDK_EVENTS: tuple[str, ...] = (
 )
 # the Claude Code hook events no callback of hooks_for hears
 UNDELIVERED_EVENTS: tuple[str, ...] = undelivered_events(SDK_EVENTS)
-_TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
+_TOOL_EVENTS = frozenset(
+    {"PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure"}
+)
 # answered with hookSpecificOutput.permissionDecision, a deny keeps the command from running
 _DENIABLE = frozenset({"PreToolUse", SKILL_COMMAND})
 # Python keywords the SDK spells with a trailing underscore (it renames them for the CLI)
@@ -119,6 +135,26 @@ def sdk_output(event: str, response: HookResponse) -> dict[str, Any]:
         # judged as the PreToolUse of its shell tool: answered in its own event's name
         data["hookSpecificOutput"] = {**specific, "hookEventName": event}
     return {str(_RENAMED.get(k, k)): v for k, v in data.items()}
+
+
+def refusal_output(event: str, reason: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The answer of a callback that refuses its event (a guard that would never run): the
+    call denied, a prompt, a tool's output or a request blocked as the event's blocking answer
+    gives it, and the run stopped (``continue: false``), with ``reason`` in the SDK's stream.
+
+    Example:
+        >>> out = refusal_output("PreToolUse", "no", {})
+        >>> out["hookSpecificOutput"]["permissionDecision"], out["continue_"]
+        ('deny', False)
+    """
+    if event in _DENIABLE:
+        output = sdk_output(event, HookResponse(2, stderr=reason))
+    elif event in ANSWERING_EVENTS:
+        output = sdk_output(event, closed_answer(event, reason, payload))
+    else:
+        output = {}
+    output.update(continue_=False, stopReason=reason, systemMessage=reason)
+    return output
 
 
 class SdkHooks(dict[str, list["HookMatcher"]]):
@@ -178,7 +214,8 @@ def hooks_for(
             a call that ran past the guards (below).
         accept_undelivered: run even when a guard of ``oh`` is on an event the SDK never calls
             back for (:data:`UNDELIVERED_EVENTS`: ``SessionStart``, ``SessionEnd``,
-            ``InstructionsLoaded`` ...), which then never runs; only warned of.
+            ``InstructionsLoaded`` ...), which then never runs; only warned of. The same for
+            the guards the callbacks find later (below).
 
     Raises:
         ValueError: an enforcing hook of ``oh`` (registered by now) is on an event whose hooks
@@ -186,6 +223,13 @@ def hooks_for(
             not run (``accept_undelivered=True`` runs without it). Every hook that would never
             run, on such an event or on no Claude Code event at all, is named in an
             ``UndeliveredHookWarning``.
+
+    The same rule holds for the hooks ``oh`` is given after this call, and for the hooks of
+    an ``oh.operation(..., hooks=[...])`` the SDK runs inside (which ``hooks_for`` never runs:
+    each of the SDK's turns is an operation of its own): the first callback that finds a guard
+    among them that would never run refuses its event (a tool call denied, a prompt blocked)
+    and stops the run (``continue: false``), with the reason in the SDK's stream, unless
+    ``accept_undelivered``; every such hook is named once in an ``UndeliveredHookWarning``.
 
     A call the CLI ran with no guard of these callbacks asked (``PreToolUse`` replaced in
     ``ClaudeAgentOptions.hooks``), or with arguments changed after they judged it
@@ -201,8 +245,10 @@ def hooks_for(
     """
     from claude_agent_sdk import HookMatcher
 
-    # before anything is made: a guard that can never run is refused, not left to look in force
-    check_delivered(oh.engine.registry.hooks(), SDK_EVENTS, accept=accept_undelivered)
+    # before anything is made: a guard that can never run is refused, not left to look in force;
+    # a hook the engine is given later is judged by the same rule at each callback
+    delivery = DeliveryCheck(oh.engine.registry, SDK_EVENTS, accept=accept_undelivered)
+    delivery.start()
     folder = Path(tempfile.mkdtemp()) if state is None else None
     path = Path(state) if state is not None else Path(str(folder)) / "sessions.sqlite3"
     sessions = ServerSessions(path)
@@ -294,6 +340,11 @@ def hooks_for(
             unguarded = witness.note(payload)
             if unguarded:
                 _log.error(unguarded, hook_event=event)
+            operation = current_operation()  # the application's, the SDK runs inside
+            refused = delivery.refusal(operation.operation_id if operation is not None else None)
+            if refused is not None:
+                _log.error(refused, hook_event=event)
+                return refusal_output(event, refused, payload)
             run = partial(contextvars.copy_context().run, handle, payload)
             try:
                 if closed:

@@ -19,7 +19,13 @@ from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 from otelhooks.integrations.coding_agents._input import SKILL_COMMAND
 from otelhooks.integrations.coding_agents._mapping import ALSO_NOW, EVENTS
 
-__all__ = ["UndeliveredHookWarning", "check_delivered", "undelivered", "undelivered_events"]
+__all__ = [
+    "DeliveryCheck",
+    "UndeliveredHookWarning",
+    "check_delivered",
+    "undelivered",
+    "undelivered_events",
+]
 
 # Canonical events the bridge runs on its own, from a delivered event or from close():
 # ``on_tool_call_denied`` when a guard denies a PreToolUse, ``on_error`` when a turn ends
@@ -28,9 +34,10 @@ _BRIDGE_MADE = frozenset({"on_tool_call_denied", "on_error", "session_end"})
 
 
 class UndeliveredHookWarning(UserWarning):
-    """A hook given to ``hooks_for`` is on an event the Claude Agent SDK never calls back for
-    (``SessionStart``, ``SessionEnd``, ``InstructionsLoaded``, ...), or on no Claude Code event
-    at all: it will never run under the SDK.
+    """A hook given to ``hooks_for`` (or to its engine later) is on an event the Claude Agent
+    SDK never calls back for (``SessionStart``, ``SessionEnd``, ``InstructionsLoaded``, ...), or
+    on no Claude Code event at all, or is a hook of the ``oh.operation(...)`` the SDK runs in
+    (whose hooks the bridge never runs): it will never run under the SDK.
 
     Turn it into an error to refuse such engines: ``warnings.simplefilter("error",
     UndeliveredHookWarning)``.
@@ -87,6 +94,15 @@ def _named(found: list[tuple[Any, list[str]]]) -> str:
     )
 
 
+def _guards(found: list[tuple[Any, list[str]]]) -> list[tuple[Any, list[str]]]:
+    """The enforcing hooks of ``found`` on an event whose hooks could decide under the CLI."""
+    return [
+        (hook, names)
+        for hook, names in found
+        if hook.mode == "enforce" and any(name in ANSWERING_EVENTS for name in names)
+    ]
+
+
 def check_delivered(hooks: Sequence[Any], delivered: Iterable[str], *, accept: bool) -> None:
     """Refuse (``ValueError``) the guards of ``hooks`` that would never run when only
     ``delivered`` reach the bridge: enforcing hooks on an event whose hooks could decide under
@@ -101,11 +117,7 @@ def check_delivered(hooks: Sequence[Any], delivered: Iterable[str], *, accept: b
     found = undelivered(hooks, delivered)
     if not found:
         return
-    guards = [
-        (hook, names)
-        for hook, names in found
-        if hook.mode == "enforce" and any(name in ANSWERING_EVENTS for name in names)
-    ]
+    guards = _guards(found)
     if guards and not accept:
         raise ValueError(
             "hooks_for: the Claude Agent SDK never calls back for the events of these guards, "
@@ -118,3 +130,98 @@ def check_delivered(hooks: Sequence[Any], delivered: Iterable[str], *, accept: b
         UndeliveredHookWarning,
         stacklevel=3,
     )
+
+
+class DeliveryCheck:
+    """The rule of :func:`check_delivered`, applied again wherever ``hooks_for`` learns of hooks
+    it did not see when it was called: at every callback, before the bridge runs an event.
+
+    Two kinds of hook reach the engine then and were taken without a word, never to run: a
+    global hook registered after ``hooks_for`` on an event the SDK never calls back for; and
+    the hooks of an :meth:`~otelhooks.OtelHooks.operation` the SDK runs inside (``async with
+    oh.operation(..., hooks=[guard])`` around ``query``), which no event of the bridge is
+    dispatched with (each of the SDK's turns is an operation of the bridge's own), whatever
+    their event. A callback cannot raise to the application: :meth:`refusal` gives the message
+    the callback refuses its event with (and stops the run), unless ``accept``; every such hook
+    is named once in an :class:`UndeliveredHookWarning`.
+
+    Asked at every callback: it looks again only when the engine's hooks changed
+    (``registry.version``) or the callback runs in another operation.
+
+    Example:
+        >>> from otelhooks._dispatch._registry import HookRegistry
+        >>> registry = HookRegistry()
+        >>> check = DeliveryCheck(registry, ["PreToolUse"], accept=False)
+        >>> check.refusal(None) is None
+        True
+        >>> _ = registry.register([{"id": "start", "type": "SessionStart", "command": "exit 2"}])
+        >>> with warnings.catch_warnings(record=True):  # and an UndeliveredHookWarning
+        ...     "start (session_start: SessionStart)" in check.refusal(None)
+        True
+    """
+
+    def __init__(self, registry: Any, delivered: Iterable[str], *, accept: bool) -> None:
+        self._registry = registry
+        self._delivered = tuple(delivered)
+        self._accept = accept
+        self._warned: set[tuple[str | None, str]] = set()
+        # what was found for (registry version, operation id): hooks change rarely
+        self._last: tuple[tuple[int, str | None], str | None] | None = None
+
+    def start(self) -> None:
+        """The check of ``hooks_for`` itself: raises ``ValueError`` for a guard that would never
+        run (unless ``accept``), warns of every hook that would never run."""
+        hooks = self._registry.hooks()
+        check_delivered(hooks, self._delivered, accept=self._accept)
+        self._warned.update((None, hook.id) for hook, _ in undelivered(hooks, self._delivered))
+        self._last = ((self._registry.version, None), None)
+
+    def refusal(self, operation_id: str | None) -> str | None:
+        """Why a callback running in operation ``operation_id`` (``None``: in none) must refuse
+        its event: a guard that would never run (``None`` when there is none, or ``accept``)."""
+        key = (self._registry.version, operation_id)
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
+        problem = self._look(operation_id)
+        self._last = (key, problem)
+        return problem
+
+    def _look(self, operation_id: str | None) -> str | None:
+        registry = self._registry
+        late = undelivered(registry.hooks(), self._delivered)
+        scoped: list[tuple[Any, list[str]]] = []
+        if operation_id is not None and registry.has_own(operation_id):
+            # none of them runs: no event of the bridge is dispatched with this operation
+            scoped = [
+                (hook, [name for name, row in EVENTS.items() if row.canonical == hook.event])
+                for hook in registry.hooks(operation_id=operation_id)
+                if hook.mode != "disabled"
+            ]
+        told = [
+            f"hooks registered after hooks_for on events it never calls back for: {_named(late)}"
+            if late
+            else "",
+            f"hooks of the operation {operation_id} the SDK runs in, which hooks_for never runs "
+            f"(register them with oh.register or configure(hooks=...)): {_named(scoped)}"
+            if scoped
+            else "",
+        ]
+        new = [(None, h.id) for h, _ in late] + [(operation_id, h.id) for h, _ in scoped]
+        if not set(new) <= self._warned:
+            self._warned.update(new)
+            warnings.warn(
+                "hooks_for: these hooks will never run under the Claude Agent SDK: "
+                + "; ".join(t for t in told if t),
+                UndeliveredHookWarning,
+                stacklevel=2,
+            )
+        guards = _guards(late) + _guards(scoped)
+        if not guards or self._accept:
+            return None
+        return (
+            "otelhooks claude-agent-sdk: refused, these guards would never run under the Claude "
+            f"Agent SDK: {_named(guards)}. Register them globally, on an event the SDK calls "
+            "back for (SDK_EVENTS), before the run, or pass hooks_for(accept_undelivered=True) "
+            "to run without them"
+        )

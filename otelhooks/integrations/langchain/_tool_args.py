@@ -9,11 +9,21 @@ from typing import Annotated, Any
 
 from langchain_core.tools import BaseTool, InjectedToolArg
 from langgraph.prebuilt import ToolRuntime
-from pydantic import AliasChoices, BaseModel
+from pydantic import AliasChoices, AliasPath, BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError
 
-__all__ = ["filled_in", "injects", "json_form", "named", "spellings"]
+__all__ = [
+    "NestedAliasError",
+    "filled_in",
+    "injects",
+    "json_form",
+    "leads",
+    "named",
+    "nested_paths",
+    "set_nested",
+    "spellings",
+]
 
 
 def injects(marker: Any) -> bool:
@@ -57,6 +67,73 @@ def spellings(field: FieldInfo) -> set[str]:
         choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
         found.update(c for c in choices if isinstance(c, str))
     return found
+
+
+class NestedAliasError(ValueError):
+    """A hook removed an argument the caller gave as a list's item under a nested alias
+    (``AliasPath("targets", 0)``): no list without it gives the function what the hook left."""
+
+
+def nested_paths(field: FieldInfo) -> list[list[str | int]]:
+    """The nested spellings of ``field`` (each ``AliasPath`` of its validation alias): a value
+    read from inside another argument (``{"target": {"file": ...}}``), under no key of its own.
+
+    Example:
+        >>> from pydantic import Field
+        >>> nested_paths(Field(validation_alias=AliasPath("target", 0)))
+        [['target', 0]]
+    """
+    alias = field.validation_alias
+    choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+    return [list(choice.path) for choice in choices if isinstance(choice, AliasPath)]
+
+
+def leads(holder: Any, path: list[str | int]) -> bool:
+    """``path`` leads to a value inside ``holder`` (where pydantic reads a nested alias)."""
+    for step in path:
+        if isinstance(step, int):
+            found = isinstance(holder, list) and -len(holder) <= step < len(holder)
+        else:
+            found = isinstance(holder, dict) and step in holder
+        if not found:
+            return False
+        holder = holder[step]
+    return True
+
+
+def set_nested(
+    args: dict[str, Any], path: list[str | int], value: Any, *, remove: bool = False
+) -> dict[str, Any]:
+    """``args`` with ``value`` where ``path`` leads (or nothing there, with ``remove``), each
+    container on the way copied: the caller's are left as they are. ``args`` itself when the
+    path leads to nothing in ``args`` (the argument was not given that way: pydantic did not
+    read it there either).
+
+    Raises:
+        NestedAliasError: the argument is a list's item, to be removed (which would move the
+            next item into its place: the function would get that one).
+
+    Example:
+        >>> set_nested({"target": {"file": "/etc/passwd", "mode": "w"}}, ["target", "file"], "/tmp")
+        {'target': {'file': '/tmp', 'mode': 'w'}}
+    """
+    if not leads(args, path):
+        return args
+    if remove and isinstance(path[-1], int):
+        raise NestedAliasError("a list's item cannot be removed")
+
+    def put(holder: Any, step: str | int, more: list[str | int]) -> Any:
+        copy: Any = dict(holder) if isinstance(holder, dict) else list(holder)
+        if more:
+            copy[step] = put(holder[step], more[0], more[1:])
+        elif remove:
+            copy.pop(step)
+        else:
+            copy[step] = value
+        return copy
+
+    written: dict[str, Any] = put(args, path[0], path[1:])
+    return written
 
 
 def named(model: type[BaseModel], given: dict[str, Any]) -> dict[str, Any]:

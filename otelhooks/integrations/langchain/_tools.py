@@ -32,27 +32,28 @@ from langchain_core.callbacks import (
     BaseCallbackHandler,
     CallbackManagerForToolRun,
 )
-from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, InjectedToolArg, Tool
+from langchain_core.tools import BaseTool, Tool
 from langgraph.errors import GraphBubbleUp
-from langgraph.types import interrupt
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from otelhooks import _semconv as sc
-from otelhooks._instrument import ToolCall
 from otelhooks.integrations.langchain._handler import (
     HOOKED_METADATA_KEY,
     OtelHooksCallbackHandler,
     ToolRun,
 )
 from otelhooks.integrations.langchain._quiet_run import quiet_config, quiet_tool
-from otelhooks.integrations.langchain._tool_args import (
-    filled_in,
-    json_form,
-    named,
-    spellings,
+from otelhooks.integrations.langchain._tool_args import NestedAliasError, filled_in
+from otelhooks.integrations.langchain._tool_inputs import (
+    args_for_inner,
+    caller_injected,
+    for_inner,
+    full_input,
+    given_of,
+    kept_back,
+    named_input,
 )
+from otelhooks.integrations.langchain._tool_refusals import denial, refused, rewrite_lost
 from otelhooks.integrations.langchain._tool_results import (
     ResultNotRewritableError,
     retold,
@@ -78,14 +79,6 @@ _GIVEN: contextvars.ContextVar[tuple[str | None, dict[str, Any], dict[str, Any]]
 _UNJUDGED = (
     "otelhooks could not judge this call (its handler failed as the tool started, or another "
     "call started under its run id): refused rather than run without its guards"
-)
-
-
-# what a person is asked should a refused call find no answer to take (its record counted more
-# pauses than the task kept answers): never shown when the answers are there
-_ANSWER_TAKEN = (
-    "otelhooks refused a call whose tool asked a person; this question stands in for it so "
-    "that the answer given to it is not taken by another"
 )
 
 
@@ -142,30 +135,12 @@ def _decisive(runs: list[ToolRun]) -> ToolRun:
     return rewritten[0] if rewritten else runs[0]
 
 
-def _denial(reason: str, tool_call_id: str, name: str, decided_by: Any) -> ToolMessage:
-    """The ``ToolMessage`` of a call otelhooks or a hook refused (a deny, a blocked result, a
-    call no guard could judge): an error carrying the reason, and who decided it."""
-    return ToolMessage(
-        content=reason,
-        tool_call_id=tool_call_id,
-        name=name,
-        status="error",
-        response_metadata={
-            "otelhooks": {
-                "classification": sc.CLASSIFICATION_HOOK_DENIED,
-                "reason": reason,
-                "decidedBy": decided_by,
-            }
-        },
-    )
-
-
 def _unjudged(name: str) -> Any:
     """What the model sees of a call no guard could judge: an error, never the tool's run."""
     call_id = _GIVEN.get()[0]
     if call_id is None:
         return _UNJUDGED
-    return _denial(_UNJUDGED, call_id, name, "otelhooks")
+    return denial(_UNJUDGED, call_id, name, "otelhooks")
 
 
 def _persisted(
@@ -181,28 +156,7 @@ def _persisted(
     reason = str(state.get("reason") or blocked.result.content)
     if tool_call_id is None:
         return reason
-    return _denial(reason, tool_call_id, name, state.get("decidedBy"))
-
-
-def _refusal(runs: list[ToolRun], tool: ToolRun, name: str) -> Any:
-    """What the model sees instead of the tool's output: a denial or a mock. A refused call
-    resuming its tool's pause takes the answers given to it first: LangGraph hands each
-    ``interrupt()`` of a task the answers in turn, so the task's next question (the node's
-    own "send $1000?") would take the "yes" given to this call's."""
-    for _ in range(max(r.answers for r in runs)):
-        interrupt(_ANSWER_TAKEN)
-    call: ToolCall = tool.call
-    if call.mocked:
-        return call.result.content
-    reason = call.deny_reason or call.result.content
-    if tool.tool_call_id is None:
-        return reason
-    return _denial(reason, tool.tool_call_id, name, (call.result.state or {}).get("decidedBy"))
-
-
-def _aliases(fields: dict[str, Any], key: str) -> bool:
-    """``key`` spells one of ``fields`` (an alias of it)."""
-    return any(key in spellings(field) for field in fields.values())
+    return denial(reason, tool_call_id, name, state.get("decidedBy"))
 
 
 class HookedTool(BaseTool):
@@ -218,66 +172,24 @@ class HookedTool(BaseTool):
         return schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
 
     def _for_inner(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """What the inner tool is given: LangChain hands ``_run`` every default of the schema,
-        and the inner tool validates what it is given, where ``limit: int = None`` refuses the
-        ``None`` it defaults to; such a default is left for the inner tool to fill in."""
-        model = self._model()
-        fields = model.model_fields if model is not None else {}
-        return {
-            k: v
-            for k, v in kwargs.items()
-            if v is not None
-            or k not in fields
-            or fields[k].is_required()
-            or fields[k].default is not None
-        }
+        return for_inner(self._model(), kwargs)
 
-    def _full_input(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
-        """The input as the tool's function receives it, which is what the handler's guards
-        judge as the call starts: a plain string (LangChain's input for a one-argument tool)
-        named after that argument, each default of the argument schema the caller left out
-        filled in (a guard denying ``force`` must see the ``force=True`` it defaults to), and
-        each value as the schema gives it to the function, in its JSON form (``"true"`` given
-        is ``True``, which a guard comparing with ``true`` must see; an enum is its value and a
-        nested model its fields, as the model wrote them, which a guard compares with). Not a
-        ``None`` default: the schema validates what is given, and ``limit: int = None`` refuses
-        a ``None`` given."""
-        model = self._model()
-        if model is None or not model.model_fields:
-            return tool_input
-        fields = model.model_fields
-        if isinstance(tool_input, str):
-            tool_input = {next(iter(fields)): tool_input}
-        defaults = {
-            name: field.get_default(call_default_factory=True)
-            for name, field in fields.items()
-            if not field.is_required() and name not in tool_input
-        }
-        full = {**tool_input, **{k: v for k, v in defaults.items() if v is not None}}
-        try:
-            # what was given, validated; a default left out is the function's as it is (its
-            # validators do not run on it unless the schema says ``validate_default``)
-            parsed = model.model_validate(tool_input)
-        except ValidationError:  # LangChain's own validation answers it, as without otelhooks
-            return full
-        # each field given, under its name too when it was given under an alias the schema
-        # takes alone (``file_path``): a guard reads the name the function receives
-        shown = full.keys() | parsed.model_fields_set
-        values = {k: getattr(parsed, k) for k in fields if k in shown}
-        try:  # a probe: its validators see their own output here, which one may refuse
-            model.model_validate({**full, **values})
-        except Exception:  # e.g. the schema forbids what it takes under no alias: as given
-            return dict(tool_input)
-        return {**full, **values, **json_form(parsed, values)}
+    def _full_input(
+        self, tool_input: str | dict[str, Any]
+    ) -> tuple[str | dict[str, Any], dict[str, Any]]:
+        """What the handler's guards judge as the call starts: LangChain's input, and what they
+        are shown beside it (:func:`._tool_inputs.full_input`)."""
+        return full_input(self._model(), tool_input)
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         tool_input, kept_back = self._kept_back(self._named(tool_input))
         given = self._given(tool_input)
         token = _GIVEN.set((kwargs.get("tool_call_id"), given, kept_back))
-        injected = CALLER_INJECTED.set(self._caller_injected(given))
+        full, beside = self._full_input(tool_input)
+        injected = CALLER_INJECTED.set({**beside, **self._caller_injected(given)})
         guarded = GUARDED_BY.set(None)  # this call is judged; what its tool runs is its own
         try:
-            return super().run(self._full_input(tool_input), *args, **kwargs)
+            return super().run(full, *args, **kwargs)
         finally:
             GUARDED_BY.reset(guarded)
             CALLER_INJECTED.reset(injected)
@@ -287,10 +199,11 @@ class HookedTool(BaseTool):
         tool_input, kept_back = self._kept_back(self._named(tool_input))
         given = self._given(tool_input)
         token = _GIVEN.set((kwargs.get("tool_call_id"), given, kept_back))
-        injected = CALLER_INJECTED.set(self._caller_injected(given))
+        full, beside = self._full_input(tool_input)
+        injected = CALLER_INJECTED.set({**beside, **self._caller_injected(given)})
         guarded = GUARDED_BY.set(None)
         try:
-            return await super().arun(self._full_input(tool_input), *args, **kwargs)
+            return await super().arun(full, *args, **kwargs)
         finally:
             GUARDED_BY.reset(guarded)
             CALLER_INJECTED.reset(injected)
@@ -299,89 +212,23 @@ class HookedTool(BaseTool):
     def _kept_back(
         self, tool_input: str | dict[str, Any]
     ) -> tuple[str | dict[str, Any], dict[str, Any]]:
-        """The input without what the graph filled in that the tool's function alone says it
-        does (a ``ToolRuntime``: the agent's whole state, the run's config), and that: the
-        guards, the span and the callbacks never get it (unwrapped, LangChain keeps it from
-        them), the inner tool does. Not an argument the schema requires: validated without
-        it, the call would fail."""
-        model = self._model()
-        fields = model.model_fields if model is not None else {}
-        keys = filled_in(self.inner)
-        if not keys or not isinstance(tool_input, dict):
-            return tool_input, {}
-        back = {
-            k: v
-            for k, v in tool_input.items()
-            if k in keys and not (k in fields and fields[k].is_required())
-        }
-        return {k: v for k, v in tool_input.items() if k not in back}, back
+        return kept_back(self._model(), filled_in(self.inner), tool_input)
 
     def _named(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
-        """The input with each argument given under an alias under its name, where the schema
-        takes that (see :func:`._tool_args.named`): what the guards judge, the function gets."""
-        model = self._model()
-        if model is None or not isinstance(tool_input, dict):
-            return tool_input
-        return named(model, tool_input)
+        return named_input(self._model(), tool_input)
 
     def _caller_injected(self, given: dict[str, Any]) -> dict[str, Any]:
-        """The ``InjectedToolArg`` arguments the caller gave (a user id the model may not set),
-        which LangChain hides from callbacks; not LangGraph's own (the graph's state, its store,
-        the call id: its kinds of ``InjectedToolArg``), which the graph fills in."""
-        model = self._model()
-        fields = model.model_fields if model is not None else {}
-        return {
-            k: given[k]
-            for k, f in fields.items()
-            if k in given
-            and any(m is InjectedToolArg or type(m) is InjectedToolArg for m in f.metadata)
-        }
+        return caller_injected(self._model(), given)
 
     def _given(self, tool_input: str | dict[str, Any]) -> dict[str, Any]:
-        """The arguments as the caller gave them, before the schema's validators ran."""
-        model = self._model()
-        if isinstance(tool_input, dict):
-            return dict(tool_input)
-        return {next(iter(model.model_fields)): tool_input} if model and model.model_fields else {}
+        return given_of(self._model(), tool_input)
 
     def _args_for_inner(self, kwargs: dict[str, Any], tool: ToolRun | None) -> dict[str, Any]:
-        """What the inner tool is given, which its schema validates once more: each argument
-        as the caller gave it (the schema's validators ran on ``kwargs`` already, and one that
-        is not idempotent, ``removeprefix("file://")``, would run twice: the function would
-        get other values than the guards judged), an argument a hook rewrote as the hook
-        gave it, a default the caller left out left for the inner tool to fill in, injected
-        arguments (``InjectedToolCallId``) as LangChain filled them in."""
-        _, given, kept_back = _GIVEN.get()
+        """What the inner tool is given (:func:`._tool_inputs.args_for_inner`)."""
+        _, given, back = _GIVEN.get()
         decided = tool.call.args if tool is not None else {}
         started = tool.args if tool is not None else {}
-        model = self._model()
-        fields = model.model_fields if model is not None else {}
-        args: dict[str, Any] = {}
-        # an argument given under an alias the schema takes alone (``f`` for ``force``)
-        # reaches the function so, as it would unwrapped (LangChain's ``kwargs`` name it not)
-        aliased = {k: v for k, v in given.items() if k not in fields and _aliases(fields, k)}
-        for key, value in {**aliased, **kwargs, **decided}.items():
-            if key in decided and (key not in started or decided[key] != started[key]):
-                args[key] = value  # the hook's
-            elif key in given:
-                args[key] = given[key]
-            elif key not in fields or fields[key].is_required():
-                args[key] = value
-        for key in started.keys() - decided.keys():  # a hook removed it
-            args.pop(key, None)
-            for alias in spellings(fields[key]) if key in fields else ():
-                args.pop(alias, None)
-        for key, value in decided.items():
-            # the schema takes only the aliases (its name was added for the guards): the
-            # function gets the value the hook gave the name, not the one the alias held
-            changed = key not in started or value != started[key]
-            for alias in spellings(fields[key]) if changed and key in fields else ():
-                if alias in args and alias not in fields:
-                    args[alias] = value
-        for key, field in fields.items():  # the alias carries it: its name is no second key
-            if key in args and key not in given and spellings(field) - {key} & args.keys():
-                del args[key]
-        return {**self._for_inner(args), **kept_back}
+        return args_for_inner(self._model(), kwargs, given, back, decided, started)
 
     def _inner_input(self, tool: ToolRun, kwargs: dict[str, Any]) -> Any:
         """The validated input (injected arguments included), then any rewritten arguments; as
@@ -413,9 +260,13 @@ class HookedTool(BaseTool):
             return self._quiet_inner().invoke(self._args_for_inner(kwargs, None), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
-            return _refusal(runs, tool, self.name)
+            return refused(runs, tool, self.name)
         try:
-            output = self._quiet_inner().invoke(self._inner_input(tool, kwargs), config=config)
+            given = self._inner_input(tool, kwargs)
+        except NestedAliasError as exc:
+            return rewrite_lost(runs, tool, self.name, exc)
+        try:
+            output = self._quiet_inner().invoke(given, config=config)
         except GraphBubbleUp:  # LangGraph's interrupt(): a pause, not an error text
             raise
         except Exception as exc:
@@ -450,11 +301,13 @@ class HookedTool(BaseTool):
             )
         tool = _decisive(runs)
         if not tool.call.should_run:
-            return _refusal(runs, tool, self.name)
+            return refused(runs, tool, self.name)
         try:
-            output = await self._quiet_inner().ainvoke(
-                self._inner_input(tool, kwargs), config=config
-            )
+            given = self._inner_input(tool, kwargs)
+        except NestedAliasError as exc:
+            return rewrite_lost(runs, tool, self.name, exc)
+        try:
+            output = await self._quiet_inner().ainvoke(given, config=config)
         except GraphBubbleUp:
             raise
         except Exception as exc:
