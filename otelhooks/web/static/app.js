@@ -172,6 +172,10 @@
     try {
       s = await api(`/v1/ui/traces/${page.open}/spans/${outline.s}`);
     } catch (err) {
+      // said in the detail's place: the details of the row selected before stood under it
+      if (page.selected !== outline.s) return;
+      $('detail').hidden = false;
+      $('detail').replaceChildren(el('p', 'error', `span ${outline.s} could not be read: ${err.message}`));
       return;
     }
     if (page.selected !== s.s) return; // another row was clicked meanwhile
@@ -214,15 +218,21 @@
   }
 
   // The run clicked last is the one shown: a run clicked before it whose trace answers later
-  // (a long trace, a refresh of the open one) is stale (oh.latest) and dropped.
+  // (a long trace, a refresh of the open one) is stale (oh.latest) and dropped. A trace that
+  // could not be read says so in its title; the live view's refresh is failed by it too.
   const traceView = oh.latest();
-  async function openTrace(traceId, keepScroll) {
+  async function loadTrace(traceId, keepScroll) {
     try {
       await traceView(`/v1/ui/traces/${traceId}?view=outline`, (body) => showTrace(traceId, body, keepScroll));
     } catch (err) {
       $('trace').hidden = false;
-      $('trace-title').textContent = `trace ${traceId}: ${err.message}`;
+      $('trace-title').textContent = visible(`trace ${traceId}: ${err.message}`);
+      throw err;
     }
+  }
+
+  function openTrace(traceId) {
+    return loadTrace(traceId, false).catch(() => null);
   }
 
   function showTrace(traceId, body, keepScroll) {
@@ -252,19 +262,23 @@
     if (location.hash !== `#trace=${traceId}`) history.replaceState(null, '', `#trace=${traceId}`);
   }
 
-  let refreshing = null;
+  // What changed is read again; a read that fails fails the change, which the live view then
+  // asks again (oh.start): before, an open trace that could not be read again, or the count of
+  // held calls, was counted as seen and stayed stale until something else changed.
   async function onChange(change) {
-    if (change.approvals) oh.pendingCount().catch(() => null);
-    if (!change.spans || refreshing) return;
-    refreshing = (async () => {
-      // the list shown, this one's or that of one asked for since (a filter): before, the
-      // open trace was not read again when a filter's list took this one's place
-      const ops = await loadOps(false);
-      // the open trace is fetched again only when it changed (a 10,000-span trace is megabytes)
-      const open = page.open && ops.operations.find((op) => op.trace_id === page.open);
-      if (open && page.trace && open.updated !== page.trace.updated) await openTrace(page.open, true);
-    })();
-    try { await refreshing; } finally { refreshing = null; }
+    await Promise.all([change.approvals ? oh.pendingCount() : null, change.spans ? refreshRuns() : null]);
+  }
+
+  async function refreshRuns() {
+    // the list shown, this one's or that of one asked for since (a filter): before, the
+    // open trace was not read again when a filter's list took this one's place
+    const ops = await loadOps(false).catch((err) => {
+      oh.problem(`The runs could not be read: ${err.message}`);
+      throw err;
+    });
+    // the open trace is fetched again only when it changed (a 10,000-span trace is megabytes)
+    const open = page.open && ops.operations.find((op) => op.trace_id === page.open);
+    if (open && page.trace && open.updated !== page.trace.updated) await loadTrace(page.open, true);
   }
 
   document.addEventListener('DOMContentLoaded', async () => {

@@ -88,14 +88,21 @@
       try {
         await api(`/v1/approvals/${item.id}`, { method: 'POST', body });
       } catch (err) {
-        problem.textContent = `Not answered: ${err.message}`;
+        // no reply in time: serve may have taken it, which "Not answered" would deny; the list
+        // read again shows whether it stands (a second answer of a taken one gets a 409)
+        problem.textContent = err instanceof oh.NoAnswer
+          ? `Perhaps not answered (${err.message}): if this card stays, answer again`
+          : `Not answered: ${err.message}`;
         problem.hidden = false;
         // answered elsewhere (another tab, a person, its default, its asker gone): no answer of
         // this card is offered again, and the list is read to show whose answer stands
         if (/^answered already/.test(err.message)) {
           late.set(item.id, `your ${decision} here came after this answer: not given`);
           await look().catch(() => null);
-        } else approve.disabled = deny.disabled = false;
+        } else {
+          approve.disabled = deny.disabled = false;
+          if (err instanceof oh.NoAnswer) await look().catch(() => null);
+        }
         return;
       }
       // answered: a list that cannot be read again now (this look, or the one asked after it
