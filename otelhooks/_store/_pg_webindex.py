@@ -37,7 +37,7 @@ from otelhooks._store._errors import StoreError, StoreUnavailable
 from otelhooks._store._pg_eventlog import without_nul
 from otelhooks._store._pg_listen import WEB_CHANNEL
 from otelhooks._worker import BoundedWorker
-from otelhooks.web._store import OUTLINE, TraceIndex, approval_ids
+from otelhooks.web._store import TraceIndex, approval_ids, outline_of
 from otelhooks.web._summary import TraceSummary
 
 if TYPE_CHECKING:
@@ -385,7 +385,7 @@ class SharedTraceIndex(TraceIndex):
         summary, dropped, body = found[0]
         spans: list[dict[str, Any]] = json.loads(body)
         if outline:
-            spans = [{k: row[k] for k in OUTLINE} for row in spans]
+            spans = [outline_of(row) for row in spans]
         return {
             "summary": TraceSummary.from_state(json.loads(summary)).to_json(),
             "spans": spans,
