@@ -202,7 +202,7 @@
     const rows = body.answered.map((a) => {
       const tr = el('tr', `answered ${a.state}`);
       tr.dataset.approval = a.id;
-      tr.append(el('td', 'nowrap', when(a.answered_ms * 1000)), el('td', null, a.tool),
+      tr.append(el('td', 'nowrap', when(a.answered_ms * 1000)), el('td', 'tool', a.tool),
         el('td', null, a.hook_id), el('td', `dec ${a.state === 'allowed' ? 'allowed' : 'denied'}`, a.decision),
         el('td', null, a.answered_by), el('td', null, a.answer_reason));
       if (late.has(a.id)) tr.lastChild.append(el('div', 'error', late.get(a.id)));
