@@ -13,7 +13,7 @@ import pytest
 
 from otelhooks import EventLogServer, serve
 from tests.web._otlp import agent_run, ids, post, span
-from tests.web._races import CHANGES, LISTING, OUTLINE, deny, until
+from tests.web._races import CHANGES, LISTING, ONE, OUTLINE, deny, until
 from tests.web.conftest import AUTH, TOKEN, ask, click_answer, denying_at_stop, log_in
 
 pytestmark = pytest.mark.timeout(90)
@@ -129,6 +129,68 @@ def test_a_first_read_of_the_session_that_never_answers_is_asked_again(
     finally:
         page.context.close()
         deny(served, held)
+
+
+def test_a_deny_all_whose_answer_never_comes_says_so_not_that_it_failed(
+    browser: Any, served: EventLogServer
+) -> None:
+    # Before, a deny serve took whose reply never reached the page (held by a proxy) was
+    # counted "could not be denied", while the call was denied: the note said the opposite of
+    # what happened, and asked the person to deny it again.
+    approval = str(ask(served, args={"command": "rm -rf ~"}, default="allow")["id"])
+    page = log_in(browser, served.url)
+    taken: list[Any] = []
+
+    def take_and_hold(route: Any) -> None:
+        if route.request.method == "POST" and not taken:
+            taken.append(route.fetch())  # serve takes the deny; its reply never reaches the page
+        else:
+            route.continue_()
+
+    try:
+        page.clock.install()
+        page.route(ONE, take_and_hold)
+        page.goto(f"{served.url}/approvals")
+        page.locator(f"article[data-approval='{approval}']").wait_for(timeout=10_000)
+        page.click("#deny-all")
+        until(page, lambda: taken)
+        assert taken[0].status == 200, taken[0].text()
+        page.clock.fast_forward(DEADLINE_MS + 1000)
+        note = page.locator("#all-note.error")
+        note.wait_for(timeout=10_000)
+        assert note.inner_text() == "1 got no reply from serve in time: deny the cards that stay"
+        page.locator(f"tr.answered.denied[data-approval='{approval}']").wait_for(timeout=10_000)
+    finally:
+        page.context.close()
+        deny(served, approval)
+
+
+def test_an_answer_that_never_reaches_serve_is_said_perhaps_not_given_and_offered_again(
+    browser: Any, served: EventLogServer
+) -> None:
+    # Before, a Deny held for ever on its way (a proxy) left the card's buttons disabled for
+    # good and nothing said: the person could answer the call no more, and it got its default
+    # (allow) unseen.
+    approval = str(ask(served, args={"command": "rm -rf ~"}, default="allow")["id"])
+    page = log_in(browser, served.url)
+    try:
+        page.clock.install()
+        hang = Hang(page, ONE, lambda request: request.method == "POST")
+        page.goto(f"{served.url}/approvals")
+        card = page.locator(f"article[data-approval='{approval}']")
+        click_answer(card.locator("button.deny"))
+        until(page, lambda: hang.held)
+        page.clock.fast_forward(DEADLINE_MS + 1000)
+        said = card.locator("p.error")
+        said.wait_for(timeout=10_000)
+        assert said.inner_text() == (
+            "Perhaps not answered (serve did not answer in 20 s): if this card stays, answer again"
+        )
+        click_answer(card.locator("button.deny"))
+        page.locator(f"tr.answered.denied[data-approval='{approval}']").wait_for(timeout=10_000)
+    finally:
+        page.context.close()
+        deny(served, approval)
 
 
 def test_an_open_trace_that_could_not_be_read_again_is_read_again(

@@ -237,17 +237,20 @@
     const body = JSON.stringify({ decision: 'deny', reason: 'denied with every waiting call' });
     let failed = 0;
     let allowed = 0; // answered allow before this deny reached them (elsewhere, or by default)
+    let unknown = 0; // no reply in time: serve may have taken the deny, or not
     for (let i = 0; i < ids.length; i += 16) {
       const sent = ids.slice(i, i + 16).map((id) => api(`/v1/approvals/${id}`, { method: 'POST', body }));
       for (const got of await Promise.allSettled(sent)) {
         if (got.status !== 'rejected') continue;
         if (/^answered already: allow/.test(got.reason.message)) allowed += 1;
+        else if (got.reason instanceof oh.NoAnswer) unknown += 1;
         else if (!/^answered already/.test(got.reason.message)) failed += 1;
       }
     }
     // "Deny all" saying nothing reads as every call denied: one allowed meanwhile ran
     const said = [];
     if (failed) said.push(`${failed} could not be denied: deny them on their cards`);
+    if (unknown) said.push(`${unknown} got no reply from serve in time: deny the cards that stay`);
     if (allowed) said.push(`${allowed} had been allowed already (see Answered): not denied`);
     if (said.length) {
       $('all-note').textContent = said.join('; ');
