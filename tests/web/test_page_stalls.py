@@ -225,3 +225,33 @@ def test_an_open_trace_that_could_not_be_read_again_is_read_again(
         assert "epsilon-bot" in page.inner_text("#trace-title")
     finally:
         page.context.close()
+
+
+def test_the_runs_page_s_count_of_held_calls_that_failed_to_load_is_read_again(
+    browser: Any, served: EventLogServer
+) -> None:
+    # Before, the runs page's count of held calls that failed to load once (a proxy's hiccup)
+    # counted the change as seen: the menu said nothing was waiting while a call waited for
+    # its default (allow here), until something else changed in the inbox.
+    page = log_in(browser, served.url)
+    failed: list[Any] = []
+    held = ""
+
+    def fail_once(route: Any) -> None:
+        if not failed:
+            failed.append(route.request)
+            route.abort()
+        else:
+            route.continue_()
+
+    try:
+        page.locator("#live.on").wait_for(timeout=10_000)
+        assert page.inner_text("#pending-count") == ""
+        page.route(LISTING, fail_once)
+        held = str(ask(served, args={"command": "rm -rf ~"}, default="allow")["id"])
+        page.locator("#pending-count", has_text="1").wait_for(timeout=10_000)
+        assert failed, "no look at the list failed: nothing is tested"
+    finally:
+        page.context.close()
+        if held:
+            deny(served, held)
