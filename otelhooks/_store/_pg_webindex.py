@@ -105,7 +105,8 @@ _TRACE: Final = (
     b"FROM otelhooks_web_traces t WHERE t.trace_id = %s"
 )
 _SPAN: Final = (
-    b"SELECT body FROM otelhooks_web_spans WHERE trace_id = %s AND span_id = %s ORDER BY n LIMIT 1"
+    b"SELECT body FROM otelhooks_web_spans WHERE trace_id = %s AND span_id = %s"
+    b" ORDER BY n OFFSET %s LIMIT 1"
 )
 _STATS: Final = b"SELECT traces, spans, evicted, version FROM otelhooks_web_head WHERE id = 1"
 _RECOUNT: Final = b"SELECT service, body FROM otelhooks_web_spans WHERE trace_id = %s ORDER BY n"
@@ -392,9 +393,9 @@ class SharedTraceIndex(TraceIndex):
             "dropped": int(dropped),
         }
 
-    def span(self, trace_id: str, span_id: str) -> dict[str, Any] | None:
+    def span(self, trace_id: str, span_id: str, *, nth: int = 0) -> dict[str, Any] | None:
         """As :meth:`TraceIndex.span`."""
-        found = self.store.statement(_SPAN, (trace_id, span_id))
+        found = self.store.statement(_SPAN, (trace_id, span_id, nth))
         return json.loads(found[0][0]) if found else None
 
     def stats(self) -> dict[str, int]:

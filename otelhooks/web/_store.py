@@ -383,12 +383,15 @@ class TraceIndex(SpanProcessor, SpanExporter):
             spans = [outline_of(row) for row in spans]
         return {"summary": summary, "spans": spans, "dropped": dropped}
 
-    def span(self, trace_id: str, span_id: str) -> dict[str, Any] | None:
-        """One kept span, whole; ``None`` when not kept."""
+    def span(self, trace_id: str, span_id: str, *, nth: int = 0) -> dict[str, Any] | None:
+        """One kept span, whole; ``None`` when not kept. A sender may send one span id twice
+        (an exporter's retry, or on purpose): ``nth`` picks the ``nth`` of them, in the trace's
+        order (the outline's), where the first alone showed one row's detail under another."""
         with self._lock:
             trace = self._traces.get(trace_id)
             spans = list(trace.spans) if trace is not None else []
-        return next((row for row in spans if row["s"] == span_id), None)
+        same = [row for row in spans if row["s"] == span_id]
+        return same[nth] if nth < len(same) else None
 
     def stats(self) -> dict[str, int]:
         """Traces and spans kept, traces evicted, and the version."""

@@ -110,6 +110,10 @@ def test_a_span_id_sent_twice_to_make_a_ring_does_not_freeze_the_page(
         names.filter(has_text="step x again").wait_for(timeout=10_000)
         assert names.count() == 4
         assert page.locator(".wf-row .dec.denied").count() == 1
+        # the detail of the row clicked, not of the first span of its id (before: "step x")
+        names.filter(has_text="step x again").click()
+        page.locator("#detail h3").wait_for(timeout=10_000)
+        assert page.inner_text("#detail h3") == "step x again"
         # collapsed, the root hides the spans under it (none is drawn as a tree of its own)
         page.locator(".wf-row", has_text="invoke_agent twice-bot").locator(".toggle").click()
         names.filter(has_text="step x").wait_for(state="detached", timeout=10_000)

@@ -199,7 +199,10 @@
     renderRows();
     let s;
     try {
-      s = await api(`/v1/ui/traces/${page.open}/spans/${outline.s}`);
+      // a span id sent twice: the detail of this one, the nth of that id (the first alone
+      // showed another row's attributes under this one)
+      const nth = page.trace.spans.filter((x) => x.s === outline.s).indexOf(outline);
+      s = await api(`/v1/ui/traces/${page.open}/spans/${outline.s}${nth > 0 ? `?n=${nth}` : ''}`);
     } catch (err) {
       // said in the detail's place: the details of the row selected before stood under it
       if (page.selected !== outline.s) return;
