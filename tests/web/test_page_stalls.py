@@ -255,3 +255,35 @@ def test_the_runs_page_s_count_of_held_calls_that_failed_to_load_is_read_again(
         page.context.close()
         if held:
             deny(served, held)
+
+
+def test_a_run_whose_trace_cannot_be_read_shows_none_of_the_run_open_before(
+    browser: Any, served: EventLogServer
+) -> None:
+    # Before, a click on run B whose trace could not be read left run A's spans (a denial
+    # among them) drawn under "trace B: ...", A still selected in the list.
+    first, second = agent_run("zeta-bot", denied_tool="rm"), agent_run("theta-bot")
+    with httpx.Client(base_url=served.url, headers=AUTH, timeout=60) as api:
+        post(api, first)
+        post(api, second)
+    wanted = second[0]["traceId"]
+    page = log_in(browser, served.url)
+
+    def refuse_second(route: Any) -> None:
+        if wanted in route.request.url:
+            route.fulfill(status=503, json={"error": "unavailable", "message": "store down"})
+        else:
+            route.continue_()
+
+    try:
+        page.locator("#ops-body tr.op", has_text="zeta-bot").click(timeout=10_000)
+        page.locator(".wf-row .dec.denied").wait_for(timeout=10_000)
+        page.route(OUTLINE, refuse_second)
+        page.locator("#ops-body tr.op", has_text="theta-bot").click()
+        title = page.locator("#trace-title", has_text=f"trace {wanted}: store down")
+        title.wait_for(timeout=10_000)
+        assert page.locator(".wf-row").count() == 0
+        assert page.inner_text("#trace-meta") == ""
+        assert page.locator("#ops-body tr.selected").get_attribute("data-trace") == wanted
+    finally:
+        page.context.close()

@@ -259,6 +259,17 @@
     } catch (err) {
       $('trace').hidden = false;
       $('trace-title').textContent = visible(`trace ${traceId}: ${err.message}`);
+      if (traceId !== page.open) {
+        // another run's spans are not this one's: they stood under its title and failure
+        page.open = null;
+        page.trace = null;
+        page.selected = null;
+        page.rows = [];
+        $('wf-inner').replaceChildren();
+        $('trace-meta').textContent = '';
+        $('detail').hidden = true;
+        for (const tr of document.querySelectorAll('#ops-body tr')) tr.classList.toggle('selected', tr.dataset.trace === traceId);
+      }
       throw err;
     }
   }
