@@ -47,6 +47,9 @@ ALLOWED: dict[str, str] = {
     "reliability/test_export_encoding.py": "the gRPC span exporter's answer to a span the "
     "encoder refuses, on its delivery tracker",
     "web/test_inbox_answers.py": "which answers the inbox keeps for their askers",
+    "web/test_inbox_listing.py": "the approvals route and inbox, read as the page reads them",
+    "fleet/test_shared_listing.py": "the fleet's inbox and its read of changes, held to the "
+    "route's one read",
     "replay/test_replay_fidelity.py": "that a dry run puts nothing in the process's approvals "
     "inbox",
     "web/test_inbox_orphans.py": "the reason a withdrawn approval gives",

@@ -20,7 +20,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import structlog
 
@@ -48,6 +48,7 @@ __all__ = [
     "Approval",
     "ApprovalInbox",
     "InboxFull",
+    "Listing",
     "joins",
     "lapsed_at",
     "lapsed_reason",
@@ -57,6 +58,17 @@ __all__ = [
 _log = structlog.get_logger("otelhooks")
 _T = TypeVar("_T")
 _NOT_YET_S = 0.05
+
+
+class Listing(NamedTuple):
+    """What :meth:`ApprovalInbox.listing` read, at one :attr:`version`."""
+
+    version: int
+    pending: list[Approval]  #: oldest first
+    answered: list[Approval]  #: newest first
+    refused: int  #: calls refused by a full inbox, since ``refused_since_ms``
+    refused_since_ms: int
+    refused_last_ms: int
 
 
 class ApprovalInbox:
@@ -202,6 +214,23 @@ class ApprovalInbox:
         """The last answered approvals, newest first."""
         with self._lock:
             return list(reversed(self._answered.values()))
+
+    def listing(self) -> Listing:
+        """:meth:`pending`, :meth:`answered`, the refusals and the :attr:`version` they are at,
+        read at once: a page that has seen this version has seen every change it counts. Read
+        apart, a call asked between the list and the version was counted in the version and
+        missing from the list, and the page waiting for the next change never drew it."""
+        with self._lock:
+            expired = self._expire_overdue()
+            listed = self._listing(self.version, list(self._pending.values()))
+        self._settled(expired)
+        return listed
+
+    def _listing(self, version: int, pending: list[Approval]) -> Listing:
+        """The listing of ``pending`` and the rest as they are; call with the lock held."""
+        refused = (self.refused, self.refused_since_ms, self.refused_last_ms)
+        answered = list(reversed(self._answered.values()))
+        return Listing(version, pending, answered, *refused)
 
     def answer(
         self,

@@ -53,7 +53,7 @@ from otelhooks._actions._approval_card import (
     joins,
     lapsed_reason,
 )
-from otelhooks._actions._approval_inbox import ApprovalInbox
+from otelhooks._actions._approval_inbox import ApprovalInbox, Listing
 from otelhooks._store._errors import StoreError
 from otelhooks._store._pg_approval_sql import (
     ANSWER,
@@ -336,6 +336,19 @@ class SharedApprovalInbox(ApprovalInbox):
         self.recheck()
         return super().answered()
 
+    def listing(self) -> Listing:
+        """The fleet's :meth:`ApprovalInbox.listing`: the copies are read with the change
+        number they were brought to, no reader of changes in between (one another instance's
+        change applied between the list and the version was counted and not listed)."""
+        self._expire_due()
+        with self._reading:
+            self._read_changes()
+            with self._lock:
+                pending = sorted(self._pending.values(), key=lambda a: (a.created_ms, a.id))
+                listed = self._listing(self._seen, pending)
+        self._publish()
+        return listed
+
     def now_ms(self) -> int:
         """Now by the database's clock (as last seen): an instance's own may be off."""
         return time.time_ns() // 1_000_000 + self._offset_ms
@@ -347,19 +360,28 @@ class SharedApprovalInbox(ApprovalInbox):
             StoreUnavailable: the store cannot be read right now.
         """
         with self._reading:
-            while True:
-                rows = self.store.statement(CHANGES, {"seen": self._seen, "limit": _PAGE})
-                head = _one_int(rows[0]) if rows else self._seen
-                changed = [row[1:] for row in rows if row[1] is not None]
-                if changed:
-                    self._clock(changed[-1])
-                    self._apply(changed, tell=False)
-                    self._seen = int(changed[-1][1])
-                if len(changed) < _PAGE:
-                    self._seen = max(self._seen, head)
-                    break
-        if self.version != self._seen:
-            self.version = self._seen
+            self._read_changes()
+        self._publish()
+
+    def _read_changes(self) -> None:
+        """:meth:`recheck`'s reading; call with ``_reading`` held."""
+        while True:
+            rows = self.store.statement(CHANGES, {"seen": self._seen, "limit": _PAGE})
+            head = _one_int(rows[0]) if rows else self._seen
+            changed = [row[1:] for row in rows if row[1] is not None]
+            if changed:
+                self._clock(changed[-1])
+                self._apply(changed, tell=False)
+                self._seen = int(changed[-1][1])
+            if len(changed) < _PAGE:
+                self._seen = max(self._seen, head)
+                return
+
+    def _publish(self) -> None:
+        """Make the change number read the :attr:`version`, and wake its waiters."""
+        seen = self._seen
+        if self.version != seen:
+            self.version = seen
             self.signal.notify()
 
     def _lease_ms(self) -> int:

@@ -37,7 +37,7 @@ from otelhooks._store._errors import StoreError, StoreUnavailable
 from otelhooks._store._pg_eventlog import without_nul
 from otelhooks._store._pg_listen import WEB_CHANNEL
 from otelhooks._worker import BoundedWorker
-from otelhooks.web._store import OUTLINE, TraceIndex, approval_ids
+from otelhooks.web._store import TraceIndex, approval_ids, outline_of
 from otelhooks.web._summary import TraceSummary
 
 if TYPE_CHECKING:
@@ -105,7 +105,8 @@ _TRACE: Final = (
     b"FROM otelhooks_web_traces t WHERE t.trace_id = %s"
 )
 _SPAN: Final = (
-    b"SELECT body FROM otelhooks_web_spans WHERE trace_id = %s AND span_id = %s ORDER BY n LIMIT 1"
+    b"SELECT body FROM otelhooks_web_spans WHERE trace_id = %s AND span_id = %s"
+    b" ORDER BY n OFFSET %s LIMIT 1"
 )
 _STATS: Final = b"SELECT traces, spans, evicted, version FROM otelhooks_web_head WHERE id = 1"
 _RECOUNT: Final = b"SELECT service, body FROM otelhooks_web_spans WHERE trace_id = %s ORDER BY n"
@@ -385,16 +386,16 @@ class SharedTraceIndex(TraceIndex):
         summary, dropped, body = found[0]
         spans: list[dict[str, Any]] = json.loads(body)
         if outline:
-            spans = [{k: row[k] for k in OUTLINE} for row in spans]
+            spans = [outline_of(row) for row in spans]
         return {
             "summary": TraceSummary.from_state(json.loads(summary)).to_json(),
             "spans": spans,
             "dropped": int(dropped),
         }
 
-    def span(self, trace_id: str, span_id: str) -> dict[str, Any] | None:
+    def span(self, trace_id: str, span_id: str, *, nth: int = 0) -> dict[str, Any] | None:
         """As :meth:`TraceIndex.span`."""
-        found = self.store.statement(_SPAN, (trace_id, span_id))
+        found = self.store.statement(_SPAN, (trace_id, span_id, nth))
         return json.loads(found[0][0]) if found else None
 
     def stats(self) -> dict[str, int]:

@@ -161,7 +161,10 @@ class WebApp:
             await self._changes(scope, receive, send)
         elif (match := _TRACE.match(path)) is not None:
             if match.group(2):
-                found = await self._read(self.index.span, match.group(1), match.group(2))
+                raw = query(scope).get("n", "0")
+                nth = int(raw) if raw.isdigit() and len(raw) < 7 else 0
+                read = functools.partial(self.index.span, match.group(1), match.group(2), nth=nth)
+                found = await self._read(read)
             else:
                 outline = query(scope).get("view") == "outline"
                 read = functools.partial(self.index.trace, match.group(1), outline=outline)

@@ -123,25 +123,23 @@ class ApprovalRoutes:
 
     def _listing(self) -> dict[str, Any]:
         content = self.capture_content
-        # read first: pending() applies the defaults due (a shared inbox also reads the fleet's
-        # changes), which moves the version; read before, it was older than the list it came
-        # with, and a reader waiting on it was woken again for what it had already shown
-        pending = self.inbox.pending()
-        answered = self.inbox.answered()
+        # one read of the inbox (ApprovalInbox.listing): the list and its version read apart
+        # let a call asked between them count in a version the page then took as shown
+        listed = self.inbox.listing()
         return {
             "capture_content": content,
-            "version": self.inbox.version,
+            "version": listed.version,
             "refused": {
-                "count": self.inbox.refused,
-                "since_ms": self.inbox.refused_since_ms,
-                "last_ms": self.inbox.refused_last_ms,
+                "count": listed.refused,
+                "since_ms": listed.refused_since_ms,
+                "last_ms": listed.refused_last_ms,
             },
             # a browser reads each number as a double: the page shows the arguments' own text
             "pending": [
                 {**self._shown(a, content), "args_text": args_text(a.args) if content else None}
-                for a in pending
+                for a in listed.pending
             ],
-            "answered": [self._shown(a, content) for a in answered],
+            "answered": [self._shown(a, content) for a in listed.answered],
         }
 
     def _shown(self, item: Approval, content: bool) -> dict[str, Any]:

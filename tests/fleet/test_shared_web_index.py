@@ -14,7 +14,8 @@ import httpx
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.trace import SpanContext, TraceFlags
 
 from otelhooks import EventLogServer, serve
 from otelhooks._store._pg_webindex import SharedTraceIndex
@@ -354,3 +355,19 @@ def test_a_span_holding_a_nul_byte_is_listed_with_the_others_of_its_batch(
     roots = sorted(op["root"] for op in index.operations()["operations"])
     assert roots == ["hostile run", "plain run"]
     assert "\x00" not in json.dumps(index.operations(), ensure_ascii=False)
+
+
+def test_a_span_id_sent_twice_gives_the_detail_of_each(indexes: list[Any]) -> None:
+    # the page asks for the n-th span of an id sent twice (an exporter's retry, or a sender's
+    # ring): the first alone showed one row's detail under the other's (as TraceIndex.span)
+    index = indexes[0]()
+    context = SpanContext(0xABC, 0xDEF, is_remote=False, trace_flags=TraceFlags(1))
+    resource = Resource.create({"service.name": "twice"})
+    index.add(
+        ReadableSpan(name=name, context=context, resource=resource, start_time=1, end_time=2)
+        for name in ("first", "second")
+    )
+    assert index.force_flush()
+    trace_id, span_id = format(0xABC, "032x"), format(0xDEF, "016x")
+    got = [index.span(trace_id, span_id, nth=n) for n in range(3)]
+    assert [g["n"] if g else None for g in got] == ["first", "second", None]

@@ -133,3 +133,53 @@ def agent_run(agent: str, *, denied_tool: str | None = None) -> list[dict[str, A
             attributes=tool_attrs,
         ),
     ]
+
+
+def big_trace(count: int) -> list[dict[str, Any]]:
+    """A run of ``count`` spans: steps of 50, model and tool calls under them, every tenth
+    tool call denied."""
+    trace_id, root = ids()
+    now = time.time_ns()
+    spans = [
+        span(
+            trace_id,
+            root,
+            "invoke_agent big-bot",
+            start_ns=now,
+            duration_ns=count * 2000,
+            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "big-bot"},
+        )
+    ]
+    step = root
+    for n in range(1, count):
+        _, sid = ids()
+        if n % 50 == 1:
+            spans.append(
+                span(
+                    trace_id,
+                    sid,
+                    f"step {n // 50}",
+                    parent=root,
+                    start_ns=now + n * 1000,
+                    duration_ns=100_000,
+                    attributes={"gen_ai.operation.name": "step"},
+                )
+            )
+            step = sid
+            continue
+        kind = "chat" if n % 2 else "execute_tool"
+        attrs: dict[str, Any] = {"gen_ai.operation.name": kind}
+        if kind == "execute_tool" and n % 10 == 0:
+            attrs |= {"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "guard"}
+        spans.append(
+            span(
+                trace_id,
+                sid,
+                f"{kind} {n}",
+                parent=step,
+                start_ns=now + n * 1000,
+                duration_ns=900,
+                attributes=attrs,
+            )
+        )
+    return spans

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from otelhooks import AgentTracer, Block, EventLogServer, HookSpanProcessor
-from tests.web._otlp import agent_run, ids, post, span
+from tests.web._otlp import agent_run, big_trace, ids, post, span
 from tests.web.conftest import TOKEN, log_in, screenshot
 
 pytestmark = pytest.mark.timeout(90)
@@ -277,58 +277,10 @@ def test_an_inline_script_is_refused_by_the_csp(browser: Any, server: EventLogSe
         page.context.close()
 
 
-def _big_trace(count: int) -> list[dict[str, Any]]:
-    trace_id, root = ids()
-    now = time.time_ns()
-    spans = [
-        span(
-            trace_id,
-            root,
-            "invoke_agent big-bot",
-            start_ns=now,
-            duration_ns=count * 2000,
-            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "big-bot"},
-        )
-    ]
-    step = root
-    for n in range(1, count):
-        _, sid = ids()
-        if n % 50 == 1:
-            spans.append(
-                span(
-                    trace_id,
-                    sid,
-                    f"step {n // 50}",
-                    parent=root,
-                    start_ns=now + n * 1000,
-                    duration_ns=100_000,
-                    attributes={"gen_ai.operation.name": "step"},
-                )
-            )
-            step = sid
-            continue
-        kind = "chat" if n % 2 else "execute_tool"
-        attrs: dict[str, Any] = {"gen_ai.operation.name": kind}
-        if kind == "execute_tool" and n % 10 == 0:
-            attrs |= {"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "guard"}
-        spans.append(
-            span(
-                trace_id,
-                sid,
-                f"{kind} {n}",
-                parent=step,
-                start_ns=now + n * 1000,
-                duration_ns=900,
-                attributes=attrs,
-            )
-        )
-    return spans
-
-
 def test_a_10000_span_trace_opens_in_under_3_seconds(
     browser: Any, server: EventLogServer, api: httpx.Client
 ) -> None:
-    post(api, _big_trace(10_000))
+    post(api, big_trace(10_000))
     page = log_in(browser, server.url)
     try:
         row = page.locator("#ops-body tr.op").first

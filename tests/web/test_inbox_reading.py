@@ -5,6 +5,7 @@ serve, content capture on."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import unicodedata
@@ -185,3 +186,71 @@ def test_a_card_s_long_names_never_push_its_deadline_and_default_off_the_page(
         assert width <= page.viewport_size["width"], width
     finally:
         page.context.close()
+
+
+# Each non-space character of the elements ``selector`` matches, with its line and where it is
+# drawn on it (one range a character: what the person sees, in order)
+_DRAWN = """(selector) => {
+  const out = [];
+  for (const node of document.querySelectorAll(selector)) {
+    const walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+    for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+      for (let i = 0; i < text.data.length; i++) {
+        if (/\\s/.test(text.data[i])) continue;
+        const range = document.createRange();
+        range.setStart(text, i);
+        range.setEnd(text, i + 1);
+        const box = range.getBoundingClientRect();
+        out.push([text.data[i], Math.round(box.top), box.left]);
+      }
+    }
+  }
+  return out;
+}"""
+
+
+def _out_of_order(page: Any, selector: str) -> list[str]:
+    """The characters drawn left of the one before them on the same line."""
+    drawn = page.evaluate(_DRAWN, selector)
+    assert drawn, f"nothing drawn for {selector}: nothing is tested"
+    return [
+        f"{c} after {before[0]}"
+        for before, (c, top, left) in itertools.pairwise(drawn)
+        if top == before[1] and left < before[2]
+    ]
+
+
+def test_right_to_left_letters_reorder_nothing_a_person_approves(
+    browser: Any, showing_server: EventLogServer
+) -> None:
+    # Before, a Hebrew letter in a tool's name or its arguments drew the digits and signs beside
+    # it right to left: the tool "\u05d0 1 2 3 \u05d1" read "\u05d1 3 2 1 \u05d0", and
+    # `chmod \u05d0 777 000` read `chmod 000 777 \u05d0` on the card the person approved.
+    body = {
+        "hook_id": "ask",
+        "tool": "\u05d0 1 2 3 \u05d1",
+        "timeout_s": 60,
+        "default": "allow",
+        "args": {"command": "chmod \u05d0 777 000", "path": "/\u05d0/../../\u05d1"},
+    }
+    created = httpx.post(f"{showing_server.url}/v1/approvals", json=body, headers=AUTH)
+    assert created.status_code == 201, created.text
+    approval = str(created.json()["id"])
+    page = log_in(browser, showing_server.url)
+    try:
+        page.goto(f"{showing_server.url}/approvals")
+        card = f"article[data-approval='{approval}']"
+        page.locator(f"{card} pre.args").wait_for(timeout=10_000)
+        assert _out_of_order(page, f"{card} .tool") == []
+        assert _out_of_order(page, f"{card} pre.args") == []
+        click_answer(page.locator(f"{card} button.deny"))
+        answered = f"tr.answered[data-approval='{approval}'] td.tool"
+        page.locator(answered).wait_for(timeout=10_000)
+        assert _out_of_order(page, answered) == []
+    finally:
+        page.context.close()
+        httpx.post(
+            f"{showing_server.url}/v1/approvals/{approval}",
+            json={"decision": "deny"},
+            headers=AUTH,
+        )

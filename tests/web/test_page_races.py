@@ -4,7 +4,6 @@ real serve, Playwright's router holding (or failing) one of serve's real answers
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -15,15 +14,13 @@ import pytest
 
 from otelhooks import EventLogServer, serve
 from tests.web._otlp import agent_run, ids, post, span
+from tests.web._races import LISTING, ONE, OPERATIONS, OUTLINE, HeldPolls
+from tests.web._races import deny as _deny
+from tests.web._races import rendered as _rendered
+from tests.web._races import until as _until
 from tests.web.conftest import AUTH, TOKEN, ask, click_answer, denying_at_stop, log_in
 
 pytestmark = pytest.mark.timeout(90)
-
-OPERATIONS = re.compile(r"/v1/ui/operations\?")
-OUTLINE = re.compile(r"/v1/ui/traces/[0-9a-f]{32}\?view=outline$")
-LISTING = re.compile(r"/v1/approvals$")
-CHANGES = re.compile(r"/v1/ui/changes\?")
-ONE = re.compile(r"/v1/approvals/[0-9a-f]{32}$")
 
 
 @pytest.fixture(scope="module")
@@ -32,51 +29,6 @@ def served() -> Iterator[EventLogServer]:
     # (the next serve sets its own)
     with denying_at_stop(serve(token=TOKEN, approval_lease_s=600)) as started:
         yield started
-
-
-def _deny(server: EventLogServer, approval: str) -> None:
-    httpx.post(f"{server.url}/v1/approvals/{approval}", json={"decision": "deny"}, headers=AUTH)
-
-
-def _until(page: Any, done: Any) -> None:
-    """Let Playwright run (its route handlers run while the test calls it) until ``done()``."""
-    deadline = time.monotonic() + 10
-    while not done():
-        assert time.monotonic() < deadline, "never happened"
-        page.wait_for_timeout(20)
-
-
-class HeldPolls:
-    """The live view's looks for changes of ``page``, held by Playwright's router after its first
-    (the page is drawn, then told of nothing) until :meth:`release`."""
-
-    def __init__(self, page: Any) -> None:
-        self.page = page
-        self.held: list[Any] = []
-        self.released = False
-        page.route(CHANGES, self._route)
-
-    def _route(self, route: Any) -> None:
-        if "since=-1&" in route.request.url or self.released:
-            route.continue_()
-        else:
-            self.held.append(route)
-
-    def waiting(self) -> None:
-        """Return once the page waits on a held look."""
-        _until(self.page, lambda: self.held)
-
-    def release(self) -> None:
-        """Let the held look and those after it reach serve."""
-        self.released = True
-        for route in self.held:
-            route.continue_()
-
-
-def _rendered(page: Any) -> None:
-    """Give the page a moment to apply an answer it has fully read (nothing to await when it
-    rightly does nothing with it)."""
-    page.evaluate("() => new Promise((done) => setTimeout(done, 300))")
 
 
 def test_the_inbox_list_carries_the_version_of_what_it_lists(served: EventLogServer) -> None:

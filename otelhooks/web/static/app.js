@@ -4,6 +4,7 @@
 (() => {
   const { el, visible, api, duration, when } = oh;
   const ROW = 24;
+  const MAX_INDENT = 12;
   const page = { next: null, open: null, trace: null, rows: [], collapsed: new Set(), selected: null };
   const $ = (id) => document.getElementById(id);
 
@@ -83,19 +84,31 @@
 
   // -- the trace ---------------------------------------------------------------------------
 
+  const KINDS = { chat: 'model', execute_tool: 'tool', invoke_agent: 'agent', step: 'step',
+    compress_context: 'compaction', call_agent: 'subagent', request_human_approve: 'approval',
+    send_message: 'message', agent_lifecycle: 'lifecycle' };
+  // The kind shown: the span's own operation name when it is none of ours (a sender's text).
   function kindOf(span) {
     const op = span.o || '';
-    return { chat: 'model', execute_tool: 'tool', invoke_agent: 'agent', step: 'step',
-      compress_context: 'compaction', call_agent: 'subagent', request_human_approve: 'approval',
-      send_message: 'message', agent_lifecycle: 'lifecycle' }[op] || (op ? op : 'span');
+    return KINDS[op] || (op ? op : 'span');
+  }
+  // The kind a row's classes name: ours only. A sender's operation name `x err` made the bar red
+  // as an error's, `x selected` the row the selected one: class names split at spaces.
+  function kindClass(span) {
+    return `k-${KINDS[span.o] || 'span'}`;
   }
 
+  // The rows of the tree, parents before their children. Every span is drawn whatever its
+  // parents say (a sender chooses them): a span whose parent chain never reaches a root (two
+  // spans each the other's parent, a span its own) starts a tree of its own, and a span id sent
+  // twice has its children drawn once. Before, a ring was left off the page (a denial in it
+  // too), and a span id sent twice to make one (x under y under x) froze the tab for good.
   function flatten(spans) {
     const ids = new Set(spans.map((s) => s.s));
     const children = new Map();
     const roots = [];
     for (const s of spans) {
-      if (s.p && ids.has(s.p)) {
+      if (s.p && s.p !== s.s && ids.has(s.p)) {
         if (!children.has(s.p)) children.set(s.p, []);
         children.get(s.p).push(s);
       } else roots.push(s);
@@ -104,13 +117,24 @@
     roots.sort(byStart);
     for (const list of children.values()) list.sort(byStart);
     const rows = [];
-    const stack = roots.slice().reverse().map((s) => [s, 0]);
-    while (stack.length) {
-      const [s, depth] = stack.pop();
-      const kids = children.get(s.s) || [];
-      rows.push({ span: s, depth, kids: kids.length });
-      if (!page.collapsed.has(s.s)) for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], depth + 1]);
-    }
+    const reached = new Set(); // spans walked, shown or under a collapsed one
+    const opened = new Set(); // span ids whose children were walked
+    const walk = (root) => {
+      const stack = [[root, 0, false]];
+      while (stack.length) {
+        const [s, depth, hidden] = stack.pop();
+        if (reached.has(s)) continue;
+        reached.add(s);
+        const kids = opened.has(s.s) ? [] : (children.get(s.s) || []);
+        opened.add(s.s);
+        if (!hidden) rows.push({ span: s, depth, kids: kids.length });
+        const under = hidden || page.collapsed.has(s.s);
+        for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], depth + 1, under]);
+      }
+    };
+    for (const root of roots) walk(root);
+    const left = spans.filter((s) => !reached.has(s)).sort(byStart);
+    for (const s of left) walk(s);
     return rows;
   }
 
@@ -126,12 +150,14 @@
     const nodes = [];
     for (let i = first; i < last; i++) {
       const { span: s, depth, kids } = rows[i];
-      const row = el('div', `wf-row k-${kindOf(s)}`);
+      const row = el('div', `wf-row ${kindClass(s)}`);
       row.dataset.span = s.s;
       row.style.top = `${i * ROW}px`;
       if (s.s === page.selected) row.classList.add('selected');
       const name = el('div', 'wf-name');
-      name.style.paddingLeft = `${4 + depth * 14}px`;
+      // indented at most MAX_INDENT levels, the depth said past them: a chain of 300 spans
+      // pushed its last rows' names and marks out of their column
+      name.style.paddingLeft = `${4 + Math.min(depth, MAX_INDENT) * 14}px`;
       const toggle = el('span', 'toggle', kids ? (page.collapsed.has(s.s) ? '▸' : '▾') : '');
       toggle.addEventListener('click', (ev) => {
         ev.stopPropagation();
@@ -139,7 +165,10 @@
         page.rows = flatten(page.trace.spans);
         renderRows();
       });
-      name.append(toggle, el('span', 'kind', kindOf(s)), el('span', 'span-name', s.n));
+      const label = el('span', 'span-name', s.n);
+      label.title = label.textContent;
+      if (depth > MAX_INDENT) name.append(el('span', 'depth', `↳${depth}`));
+      name.append(toggle, el('span', 'kind', kindOf(s)), label);
       if (s.d && s.d.kind) {
         const badge = el('span', `dec ${s.d.kind}`, s.d.kind);
         badge.title = visible(`${s.d.kind}${s.d.by ? ` by ${s.d.by}` : ''}${s.d.why ? `: ${s.d.why}` : ''}`);
@@ -147,7 +176,7 @@
       }
       if (s.st === 2) name.append(el('span', 'dec error', 'error'));
       const lane = el('div', 'wf-lane');
-      const bar = el('div', `wf-bar k-${kindOf(s)}${s.st === 2 ? ' err' : ''}`);
+      const bar = el('div', `wf-bar ${kindClass(s)}${s.st === 2 ? ' err' : ''}`);
       bar.style.left = `${((s.t0 - t0) / span) * 100}%`;
       bar.style.width = `${Math.max(0.2, ((s.t1 - s.t0) / span) * 100)}%`;
       lane.append(bar, el('span', 'wf-dur', duration(s.t1 - s.t0)));
@@ -170,8 +199,15 @@
     renderRows();
     let s;
     try {
-      s = await api(`/v1/ui/traces/${page.open}/spans/${outline.s}`);
+      // a span id sent twice: the detail of this one, the nth of that id (the first alone
+      // showed another row's attributes under this one)
+      const nth = page.trace.spans.filter((x) => x.s === outline.s).indexOf(outline);
+      s = await api(`/v1/ui/traces/${page.open}/spans/${outline.s}${nth > 0 ? `?n=${nth}` : ''}`);
     } catch (err) {
+      // said in the detail's place: the details of the row selected before stood under it
+      if (page.selected !== outline.s) return;
+      $('detail').hidden = false;
+      $('detail').replaceChildren(el('p', 'error', `span ${outline.s} could not be read: ${err.message}`));
       return;
     }
     if (page.selected !== s.s) return; // another row was clicked meanwhile
@@ -214,15 +250,32 @@
   }
 
   // The run clicked last is the one shown: a run clicked before it whose trace answers later
-  // (a long trace, a refresh of the open one) is stale (oh.latest) and dropped.
+  // (a long trace, a refresh of the open one) is stale (oh.latest) and dropped. A trace that
+  // could not be read says so in its title; the live view's refresh is failed by it too.
   const traceView = oh.latest();
-  async function openTrace(traceId, keepScroll) {
+  async function loadTrace(traceId, keepScroll) {
     try {
       await traceView(`/v1/ui/traces/${traceId}?view=outline`, (body) => showTrace(traceId, body, keepScroll));
     } catch (err) {
       $('trace').hidden = false;
-      $('trace-title').textContent = `trace ${traceId}: ${err.message}`;
+      $('trace-title').textContent = visible(`trace ${traceId}: ${err.message}`);
+      if (traceId !== page.open) {
+        // another run's spans are not this one's: they stood under its title and failure
+        page.open = null;
+        page.trace = null;
+        page.selected = null;
+        page.rows = [];
+        $('wf-inner').replaceChildren();
+        $('trace-meta').textContent = '';
+        $('detail').hidden = true;
+        for (const tr of document.querySelectorAll('#ops-body tr')) tr.classList.toggle('selected', tr.dataset.trace === traceId);
+      }
+      throw err;
     }
+  }
+
+  function openTrace(traceId) {
+    return loadTrace(traceId, false).catch(() => null);
   }
 
   function showTrace(traceId, body, keepScroll) {
@@ -252,19 +305,23 @@
     if (location.hash !== `#trace=${traceId}`) history.replaceState(null, '', `#trace=${traceId}`);
   }
 
-  let refreshing = null;
+  // What changed is read again; a read that fails fails the change, which the live view then
+  // asks again (oh.start): before, an open trace that could not be read again, or the count of
+  // held calls, was counted as seen and stayed stale until something else changed.
   async function onChange(change) {
-    if (change.approvals) oh.pendingCount().catch(() => null);
-    if (!change.spans || refreshing) return;
-    refreshing = (async () => {
-      // the list shown, this one's or that of one asked for since (a filter): before, the
-      // open trace was not read again when a filter's list took this one's place
-      const ops = await loadOps(false);
-      // the open trace is fetched again only when it changed (a 10,000-span trace is megabytes)
-      const open = page.open && ops.operations.find((op) => op.trace_id === page.open);
-      if (open && page.trace && open.updated !== page.trace.updated) await openTrace(page.open, true);
-    })();
-    try { await refreshing; } finally { refreshing = null; }
+    await Promise.all([change.approvals ? oh.pendingCount() : null, change.spans ? refreshRuns() : null]);
+  }
+
+  async function refreshRuns() {
+    // the list shown, this one's or that of one asked for since (a filter): before, the
+    // open trace was not read again when a filter's list took this one's place
+    const ops = await loadOps(false).catch((err) => {
+      oh.problem(`The runs could not be read: ${err.message}`);
+      throw err;
+    });
+    // the open trace is fetched again only when it changed (a 10,000-span trace is megabytes)
+    const open = page.open && ops.operations.find((op) => op.trace_id === page.open);
+    if (open && page.trace && open.updated !== page.trace.updated) await loadTrace(page.open, true);
   }
 
   document.addEventListener('DOMContentLoaded', async () => {

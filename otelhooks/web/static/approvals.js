@@ -88,14 +88,21 @@
       try {
         await api(`/v1/approvals/${item.id}`, { method: 'POST', body });
       } catch (err) {
-        problem.textContent = `Not answered: ${err.message}`;
+        // no reply in time: serve may have taken it, which "Not answered" would deny; the list
+        // read again shows whether it stands (a second answer of a taken one gets a 409)
+        problem.textContent = err instanceof oh.NoAnswer
+          ? `Perhaps not answered (${err.message}): if this card stays, answer again`
+          : `Not answered: ${err.message}`;
         problem.hidden = false;
         // answered elsewhere (another tab, a person, its default, its asker gone): no answer of
         // this card is offered again, and the list is read to show whose answer stands
         if (/^answered already/.test(err.message)) {
           late.set(item.id, `your ${decision} here came after this answer: not given`);
           await look().catch(() => null);
-        } else approve.disabled = deny.disabled = false;
+        } else {
+          approve.disabled = deny.disabled = false;
+          if (err instanceof oh.NoAnswer) await look().catch(() => null);
+        }
         return;
       }
       // answered: a list that cannot be read again now (this look, or the one asked after it
@@ -195,7 +202,7 @@
     const rows = body.answered.map((a) => {
       const tr = el('tr', `answered ${a.state}`);
       tr.dataset.approval = a.id;
-      tr.append(el('td', 'nowrap', when(a.answered_ms * 1000)), el('td', null, a.tool),
+      tr.append(el('td', 'nowrap', when(a.answered_ms * 1000)), el('td', 'tool', a.tool),
         el('td', null, a.hook_id), el('td', `dec ${a.state === 'allowed' ? 'allowed' : 'denied'}`, a.decision),
         el('td', null, a.answered_by), el('td', null, a.answer_reason));
       if (late.has(a.id)) tr.lastChild.append(el('div', 'error', late.get(a.id)));
@@ -230,17 +237,20 @@
     const body = JSON.stringify({ decision: 'deny', reason: 'denied with every waiting call' });
     let failed = 0;
     let allowed = 0; // answered allow before this deny reached them (elsewhere, or by default)
+    let unknown = 0; // no reply in time: serve may have taken the deny, or not
     for (let i = 0; i < ids.length; i += 16) {
       const sent = ids.slice(i, i + 16).map((id) => api(`/v1/approvals/${id}`, { method: 'POST', body }));
       for (const got of await Promise.allSettled(sent)) {
         if (got.status !== 'rejected') continue;
         if (/^answered already: allow/.test(got.reason.message)) allowed += 1;
+        else if (got.reason instanceof oh.NoAnswer) unknown += 1;
         else if (!/^answered already/.test(got.reason.message)) failed += 1;
       }
     }
     // "Deny all" saying nothing reads as every call denied: one allowed meanwhile ran
     const said = [];
     if (failed) said.push(`${failed} could not be denied: deny them on their cards`);
+    if (unknown) said.push(`${unknown} got no reply from serve in time: deny the cards that stay`);
     if (allowed) said.push(`${allowed} had been allowed already (see Answered): not denied`);
     if (said.length) {
       $('all-note').textContent = said.join('; ');

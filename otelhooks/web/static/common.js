@@ -26,21 +26,46 @@ const oh = (() => {
     return node;
   }
 
-  async function api(path, options) {
+  // How long a request waits for serve's whole answer: a fetch has none of its own, and one that
+  // never answered (a proxy holding the connection, a hung serve) stopped the live view and the
+  // inbox's looks for good with nothing on the page saying so. The long-poll asks serve to wait
+  // up to POLL_S and gets POLL_GRACE_S more: a silent proxy is said within 35 s.
+  const DEADLINE_S = 20;
+  const POLL_S = 25;
+  const POLL_GRACE_S = 10;
+  // An answer serve did not give in time: a failure like any other, but one where what was
+  // sent may have been taken (an approval's answer says so instead of "not answered").
+  class NoAnswer extends Error {}
+
+  async function api(path, options, deadlineS = DEADLINE_S) {
     const opts = Object.assign({ credentials: 'same-origin' }, options || {});
     opts.headers = Object.assign({ accept: 'application/json' }, opts.headers || {});
     if (opts.method && opts.method !== 'GET' && state.session) {
       opts.headers['x-csrf-token'] = state.session.csrf;
       opts.headers['content-type'] = 'application/json';
     }
-    const response = await fetch(path, opts);
-    if (response.status === 401) {
-      location.assign('/login');
-      throw new Error('not logged in');
+    // a timer of the page's own (not AbortSignal.timeout): its clock is the one the page's
+    // other timers run on
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), deadlineS * 1000);
+    opts.signal = abort.signal;
+    try {
+      const response = await fetch(path, opts);
+      if (response.status === 401) {
+        location.assign('/login');
+        throw new Error('not logged in');
+      }
+      const body = await response.json().catch(() => ({}));
+      // an answer cut at the deadline is no answer: read as {}, it was shown as an empty one
+      if (abort.signal.aborted) throw new NoAnswer(`serve did not answer in ${deadlineS} s`);
+      if (!response.ok) throw new Error(body.message || body.error || String(response.status));
+      return body;
+    } catch (err) {
+      if (abort.signal.aborted && !(err instanceof NoAnswer)) throw new NoAnswer(`serve did not answer in ${deadlineS} s`);
+      throw err;
+    } finally {
+      clearTimeout(timer);
     }
-    const body = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(body.message || body.error || String(response.status));
-    return body;
   }
 
   // One thing a page shows from serve (the runs list, the open trace, the inbox's list): each
@@ -120,13 +145,22 @@ const oh = (() => {
     if (shown) for (const listener of shifted) listener();
   }
 
+  const pause = () => new Promise((r) => setTimeout(r, 2000));
+
   async function start(onChange) {
-    try {
-      state.session = await api('/v1/ui/session');
-    } catch (err) {
-      problem(`This page cannot read serve: ${err.message}`);
-      throw err;
+    // asked again until serve answers: a first read that failed (serve restarting, a request
+    // that never answered) left the page without its live view for good
+    for (;;) {
+      try {
+        state.session = await api('/v1/ui/session');
+        break;
+      } catch (err) {
+        if (err.message === 'not logged in') throw err;
+        problem(`This page cannot read serve: ${err.message}; trying again`);
+        await pause();
+      }
     }
+    problem(null);
     document.getElementById('logout').addEventListener('click', async () => {
       await api('/logout', { method: 'POST', body: '{}' }).catch(() => null);
       location.assign('/login');
@@ -149,12 +183,12 @@ const oh = (() => {
   // Long-poll: returns as soon as spans or approvals changed (or every 25 s).
   async function live(onChange) {
     const badge = document.getElementById('live');
-    const pause = () => new Promise((r) => setTimeout(r, 2000));
     let cut = false; // said that serve cannot be reached
     for (;;) {
       let now;
       try {
-        now = await api(`/v1/ui/changes?since=${state.version}&approvals=${state.approvals}&timeout=25`);
+        const changes = `/v1/ui/changes?since=${state.version}&approvals=${state.approvals}&timeout=${POLL_S}`;
+        now = await api(changes, undefined, POLL_S + POLL_GRACE_S);
       } catch (err) {
         badge.textContent = 'reconnecting…';
         badge.className = 'live off';
@@ -187,5 +221,5 @@ const oh = (() => {
     }
   }
 
-  return { el, visible, api, latest, duration, when, start, pendingCount, problem, onShift, state };
+  return { el, visible, api, NoAnswer, latest, duration, when, start, pendingCount, problem, onShift, state };
 })();
