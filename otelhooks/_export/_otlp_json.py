@@ -25,6 +25,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from otelhooks._private_files import FILE_MODE, tighten
 from otelhooks._worker import at_fork
 
 if TYPE_CHECKING:
@@ -120,10 +121,8 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
         # Unbuffered: each line reaches the OS in one write, whole, as it is made. Created 0600
         # like every file otelhooks keeps data in (spans carry prompts and tool arguments); a
         # file of an older version is tightened.
-        fd = os.open(self._where, self._flags, 0o600)
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
-            os.fchmod(fd, 0o600)  # never a pipe or a terminal (/dev/stdout)
+        fd = os.open(self._where, self._flags, FILE_MODE)
+        tighten(fd)
         # A file made again after a rotation, or by a forked child, is added to, never emptied.
         self._flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
         return open(fd, "wb", buffering=0)

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import structlog
 
+from otelhooks._private_files import FILE_MODE, tighten
 from otelhooks._semconv import TOOL_ARGS_FINGERPRINT
 from otelhooks.integrations.coding_agents._state_rows import (
     OpenOperation,
@@ -176,9 +177,11 @@ class BridgeState:
         if folder == DEFAULT_STATE_PATH.expanduser().parent:
             folder.chmod(0o700)  # our own folder: tighten one an older version left open
         # create the file owner-only before SQLite opens it (it keeps an existing file's mode)
-        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
-        if self.path.stat().st_mode & 0o077:
-            self.path.chmod(0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            tighten(fd)
+        finally:
+            os.close(fd)
 
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work`` on the file's connection; on the scratch one if the file cannot be used."""
