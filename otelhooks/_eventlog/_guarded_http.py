@@ -63,12 +63,23 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._head_bytes = 0  # of the head arriving (MAX_HEAD_BYTES)
         self.dropped = False
         self.refusing = False  # a head too large was answered 431: the rest is dropped
+        # answered before its body was all read (a 413): what comes next is the rest of that
+        # body, which the parser reads and drops, not the next request's head
+        self._unread_body = False
 
     def _waiting_for_head(self) -> bool:
+        if self._unread_body:
+            return False
         return self.cycle is None or self.cycle.response_complete
 
     def _body_arriving(self) -> bool:
+        if self._unread_body:
+            return True  # timed as a body: a sender trickling it is dropped at its deadline
         return self.cycle is not None and self.cycle.more_body and not self.cycle.response_complete
+
+    def on_message_complete(self) -> None:
+        self._unread_body = False
+        super().on_message_complete()
 
     def _arm(self, body: bool) -> None:
         if self._timer is not None and self._timing_body != body:
@@ -146,6 +157,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._guard.busy(self)
 
     def on_response_complete(self) -> None:
+        if self.cycle is not None and self.cycle.more_body:
+            self._unread_body = True
         super().on_response_complete()
         if self.pipeline:
             # uvicorn reads on as soon as one answer is out: a client pipelining thousands of

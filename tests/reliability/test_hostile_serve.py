@@ -6,6 +6,7 @@ tokens in a hook's output."""
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import sqlite3
 import time
@@ -426,3 +427,38 @@ def test_a_head_past_its_limit_closes_its_connection_and_a_big_one_is_served(
         assert time.monotonic() - started < 5  # at the limit, not at the 10 s header deadline
         assert not _head_sent_until_closed(server.port, 32 * 1024)  # a big, honest head
         assert "Traceback" not in server.output()
+
+
+def test_a_body_refused_as_too_large_is_read_to_its_end_and_the_connection_serves_on(
+    tmp_path: Path,
+) -> None:
+    """A client keeping its connection past a 413 (a body over ``--max-body``) sends the rest of
+    that body, then its next request. Before, the rest was counted as the next request's head:
+    a second answer, 431 "cookies", was written after the 413 and the connection dropped, and
+    serve logged a head too large that nobody sent."""
+    with serving(tmp_path) as server:
+        body = 17 * 1024 * 1024  # past serve's 16 MiB
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        try:
+            sock.sendall(
+                b"POST /v1/traces HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json"
+                + f"\r\nAuthorization: Bearer {INGEST}\r\nContent-Length: {body}\r\n\r\n".encode()
+            )
+            chunk = b" " * (1024 * 1024)
+            for _ in range(body // len(chunk)):
+                sock.sendall(chunk)
+            sock.sendall(
+                b"GET /v1/events?mode=version HTTP/1.1\r\nHost: localhost\r\n"
+                + f"Authorization: Bearer {ADMIN}\r\n\r\n".encode()
+            )
+            received = b""
+            while len(re.findall(rb"HTTP/1\.1 \d{3} ", received)) < 2:
+                data = sock.recv(65536)
+                if not data:
+                    break
+                received += data
+        finally:
+            sock.close()
+        statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", received)
+        assert statuses == [b"413", b"200"], received[-2000:]
+        assert "431" not in server.output()
