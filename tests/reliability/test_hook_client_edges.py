@@ -1,0 +1,47 @@
+"""The hook client's process edges: what a coding agent's CLI hands the command hook (its stdin,
+its environment) never keeps a guard from answering. Real hook client processes
+(``python -I -S hook_client.py``, as ``install`` writes it), the real one-process bridge and
+bridge daemon they start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integrations._daemon_procs import NO_ANSWER, bash, client_env, hook
+
+pytestmark = pytest.mark.timeout(120)
+
+# the one-process bridge loads in about 1 s; a loaded runner's margin, under the 25 s answer time
+ANSWERED_WITHIN_S = 12.0
+# a guard that reads the event on stdin (as the starter guard does: $HOOK_TOOL_INPUT is cut at
+# 64 KiB)
+NO_RM_ON_STDIN = """\
+hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: Bash
+    command: >-
+      grep -q 'rm -rf' && { echo 'rm -rf is not allowed here' >&2; exit 2; }; exit 0
+"""
+
+
+@pytest.mark.parametrize("kib", [80, 4096], ids=["80KiB", "4MiB"])
+def test_an_event_larger_than_a_pipe_is_answered_by_the_one_process_bridge(
+    tmp_path: Path, runtime_dir: Path, kib: int
+) -> None:
+    """No daemon listens (the first event, a daemon gone stale after a hooks file was edited,
+    a socket folder that is not private): the one-process bridge answers, and gets the whole
+    event on its stdin. Before, the client handed it over with ``communicate(timeout=...)``
+    retried with no input, which never writes the rest of an input larger than the pipe
+    (64 KiB) once the first slice ran out: the bridge waited for the end of its stdin, and the
+    client answered at 25 s that the bridge had not started (exit 1: Claude Code ran the
+    tool). A ``Write`` of an 80 KB file, a ``Bash`` heredoc: any event past 64 KiB."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    env = client_env(tmp_path, runtime_dir)
+    padded = "rm -rf / # " + "x" * (kib * 1024)
+    first = hook(env, bash("toolu_1", padded))
+    assert first.deny_reason() == "rm -rf is not allowed here", first.stderr
+    assert NO_ANSWER not in first.stderr
+    assert first.seconds < ANSWERED_WITHIN_S
