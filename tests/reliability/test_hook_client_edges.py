@@ -45,3 +45,19 @@ def test_an_event_larger_than_a_pipe_is_answered_by_the_one_process_bridge(
     assert first.deny_reason() == "rm -rf is not allowed here", first.stderr
     assert NO_ANSWER not in first.stderr
     assert first.seconds < ANSWERED_WITHIN_S
+
+
+@pytest.mark.parametrize("value", ["0", "1e-9", "garbage"])
+def test_a_stale_answer_clock_in_the_environment_is_not_the_clients(
+    tmp_path: Path, runtime_dir: Path, value: str
+) -> None:
+    """``$OTELHOOKS_BRIDGE_ASKED_AT`` is the hook client's word to the one-process bridge it
+    starts after a daemon failed to answer (the answer time ran from the client's start). A
+    value the CLI's environment already had (a leftover export, a wrapper's garbage) is no time
+    of this client's: before, the client passed it on whenever it had none of its own, and a
+    time long past made the bridge answer late at once (exit 1: the tool ran)."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    env = client_env(tmp_path, runtime_dir, OTELHOOKS_BRIDGE_ASKED_AT=value)
+    first = hook(env, bash("toolu_1", "rm -rf /"))  # no daemon yet: the one-process bridge
+    assert first.deny_reason() == "rm -rf is not allowed here", first.stderr
+    assert first.seconds < ANSWERED_WITHIN_S

@@ -319,6 +319,9 @@ def _one_process(args: list[str], body: bytes, asked: float, *, after_daemon: bo
     feed_r, feed_w = os.pipe()
     env = {**os.environ, LATE_FD_ENV: str(told_w), CLIENT_PID_ENV: str(os.getpid())}
     env[STARTED_AT_ENV] = repr(asked)
+    # this client's word alone: a value the CLI's environment had (a time long past) made the
+    # bridge answer late at once
+    env.pop(ASKED_AT_ENV, None)
     if after_daemon:
         env[ASKED_AT_ENV] = repr(asked)
     try:
