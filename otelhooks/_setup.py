@@ -57,7 +57,7 @@ from otelhooks._logging import configure_logging
 from otelhooks._metrics import AgentMetrics, metric_views
 from otelhooks._pipeline import OtelHooks
 from otelhooks._processor import HookSpanProcessor
-from otelhooks._resource import recording_resource
+from otelhooks._resource import recording_resource, span_limits
 from otelhooks._sdks import instrument as instrument_sdks
 from otelhooks._worker import at_fork
 
@@ -184,7 +184,9 @@ def configure(
         resource=resource, metric_readers=readers, views=metric_views(), shutdown_on_exit=False
     )
     agent_metrics = AgentMetrics(meter_provider)
-    tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    tracer_provider = TracerProvider(
+        resource=resource, span_limits=span_limits(), shutdown_on_exit=False
+    )
     deliverer = WebhookDeliverer(
         metrics=agent_metrics,
         builder=PayloadBuilder(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integrations._daemon_procs import NO_ANSWER, bash, client_env, hook
+from tests.integrations._daemon_procs import NO_ANSWER, bash, client_env, daemon_pid, hook
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -61,3 +61,29 @@ def test_a_stale_answer_clock_in_the_environment_is_not_the_clients(
     first = hook(env, bash("toolu_1", "rm -rf /"))  # no daemon yet: the one-process bridge
     assert first.deny_reason() == "rm -rf is not allowed here", first.stderr
     assert first.seconds < ANSWERED_WITHIN_S
+
+
+@pytest.mark.parametrize(
+    "variable", ["OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_SPAN_EVENT_COUNT_LIMIT"]
+)
+def test_a_span_limit_the_sdk_cannot_read_never_silences_a_guard(
+    tmp_path: Path, runtime_dir: Path, variable: str
+) -> None:
+    """Codex CLI and Gemini CLI hand their hooks the ``OTEL_*`` variables of their environment
+    (and an export file may set them for Claude Code). The SDK's ``SpanLimits()`` raises for a
+    value it cannot read, and every TracerProvider made without ``span_limits`` makes one:
+    before, each hook process ended with exit 1 (the one-process bridge and the daemon alike)
+    and the CLI ran the tool. Now the variable is logged and counts as unset; the guard
+    denies."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    env = client_env(tmp_path, runtime_dir, **{variable: "abc"})
+    first = hook(env, bash("toolu_1", "rm -rf /"))  # the one-process bridge
+    assert first.deny_reason() == "rm -rf is not allowed here", first.stderr
+    assert "invalid environment variable, using default" in first.stderr
+    assert variable in first.stderr
+    daemon_pid(runtime_dir)
+    second = hook(env, bash("toolu_2", "rm -rf /srv"))  # the daemon
+    assert second.deny_reason() == "rm -rf is not allowed here", second.stderr
+    assert NO_ANSWER not in second.stderr
+    (log,) = runtime_dir.glob("cc-*.log")
+    assert variable in log.read_text()
