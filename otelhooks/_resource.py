@@ -1,9 +1,11 @@
-"""The resource and the span limits of every TracerProvider otelhooks makes."""
+"""What every provider otelhooks makes reads of the ``OTEL_*`` environment: its resource, its span
+limits, its exemplar filter; a value the SDK cannot read is logged and taken as unset, never an
+error (a hook process that raised on it ended with exit 1, and the CLI ran the tool)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 import structlog
@@ -12,10 +14,17 @@ from opentelemetry.sdk.environment_variables import (
     OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT,
     OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT,
     OTEL_LINK_ATTRIBUTE_COUNT_LIMIT,
+    OTEL_METRICS_EXEMPLAR_FILTER,
     OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT,
     OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT,
     OTEL_SPAN_EVENT_COUNT_LIMIT,
     OTEL_SPAN_LINK_COUNT_LIMIT,
+)
+from opentelemetry.sdk.metrics import (
+    AlwaysOffExemplarFilter,
+    AlwaysOnExemplarFilter,
+    ExemplarFilter,
+    TraceBasedExemplarFilter,
 )
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits
@@ -23,7 +32,7 @@ from opentelemetry.util.types import AttributeValue
 
 from otelhooks import _semconv as sc
 
-__all__ = ["recording_resource", "span_limits"]
+__all__ = ["exemplar_filter", "recording_resource", "span_limits"]
 
 _log = structlog.get_logger("otelhooks")
 # the specification's default for every count limit (sdk-environment-variables.md)
@@ -100,6 +109,32 @@ def _readable(value: str | None) -> bool:
         return int(value.strip()) >= 0
     except ValueError:
         return False
+
+
+# the SDK's names for them, as ``MeterProvider`` reads ``OTEL_METRICS_EXEMPLAR_FILTER`` (exactly)
+_EXEMPLAR_FILTERS: Final[dict[str, Callable[[], ExemplarFilter]]] = {
+    "trace_based": TraceBasedExemplarFilter,
+    "always_on": AlwaysOnExemplarFilter,
+    "always_off": AlwaysOffExemplarFilter,
+}
+
+
+def exemplar_filter() -> ExemplarFilter:
+    """The exemplar filter ``OTEL_METRICS_EXEMPLAR_FILTER`` names, as a ``MeterProvider`` made
+    without one reads it (trace-based when unset); a name it does not know (for which the SDK
+    raises ``ValueError``) is logged and trace-based.
+
+    Example:
+        >>> type(exemplar_filter()).__name__
+        'TraceBasedExemplarFilter'
+    """
+    name = os.environ.get(OTEL_METRICS_EXEMPLAR_FILTER, "trace_based")
+    if name not in _EXEMPLAR_FILTERS:
+        _log.warning(
+            "invalid environment variable, using default", var=OTEL_METRICS_EXEMPLAR_FILTER
+        )
+        name = "trace_based"
+    return _EXEMPLAR_FILTERS[name]()
 
 
 def recording_resource(attributes: Mapping[str, AttributeValue]) -> Resource:

@@ -64,19 +64,25 @@ def test_a_stale_answer_clock_in_the_environment_is_not_the_clients(
 
 
 @pytest.mark.parametrize(
-    "variable", ["OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_SPAN_EVENT_COUNT_LIMIT"]
+    ("variable", "value"),
+    [
+        ("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "abc"),
+        ("OTEL_SPAN_EVENT_COUNT_LIMIT", "-1"),
+        ("OTEL_METRICS_EXEMPLAR_FILTER", "traced"),
+    ],
+    ids=["length-limit", "event-count-limit", "exemplar-filter"],
 )
-def test_a_span_limit_the_sdk_cannot_read_never_silences_a_guard(
-    tmp_path: Path, runtime_dir: Path, variable: str
+def test_an_otel_setting_the_sdk_cannot_read_never_silences_a_guard(
+    tmp_path: Path, runtime_dir: Path, variable: str, value: str
 ) -> None:
     """Codex CLI and Gemini CLI hand their hooks the ``OTEL_*`` variables of their environment
-    (and an export file may set them for Claude Code). The SDK's ``SpanLimits()`` raises for a
-    value it cannot read, and every TracerProvider made without ``span_limits`` makes one:
-    before, each hook process ended with exit 1 (the one-process bridge and the daemon alike)
-    and the CLI ran the tool. Now the variable is logged and counts as unset; the guard
-    denies."""
+    (and an export file may set them for Claude Code). The SDK raises ``ValueError`` for a span
+    limit (``SpanLimits()``) or an exemplar filter (``MeterProvider``) it cannot read, which a
+    provider made without them reads: before, each hook process ended with exit 1 (the
+    one-process bridge and the daemon alike) and the CLI ran the tool. Now the variable is
+    logged and counts as unset; the guard denies."""
     (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
-    env = client_env(tmp_path, runtime_dir, **{variable: "abc"})
+    env = client_env(tmp_path, runtime_dir, **{variable: value})
     first = hook(env, bash("toolu_1", "rm -rf /"))  # the one-process bridge
     assert first.deny_reason() == "rm -rf is not allowed here", first.stderr
     assert "invalid environment variable, using default" in first.stderr
