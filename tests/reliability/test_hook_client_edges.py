@@ -5,11 +5,20 @@ bridge daemon they start."""
 
 from __future__ import annotations
 
+import signal
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.integrations._daemon_procs import NO_ANSWER, bash, client_env, daemon_pid, hook
+from tests.integrations._daemon_procs import (
+    NO_ANSWER,
+    bash,
+    client_env,
+    daemon_pid,
+    hook,
+    start_hook,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -93,3 +102,44 @@ def test_an_otel_setting_the_sdk_cannot_read_never_silences_a_guard(
     assert NO_ANSWER not in second.stderr
     (log,) = runtime_dir.glob("cc-*.log")
     assert variable in log.read_text()
+
+
+SLOW_NO_RM = """\
+hooks:
+  - id: slow-no-rm
+    type: PreToolUse
+    matcher: Bash
+    command: >-
+      sleep 3; grep -q 'rm -rf' && { echo 'rm -rf is not allowed here' >&2; exit 2; }; exit 0
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_deny_the_daemon_gives_after_the_cli_killed_the_client_is_said(
+    tmp_path: Path, runtime_dir: Path, signum: int
+) -> None:
+    """A CLI kills a hook at its timeout and goes on: Claude Code and Codex CLI run the tool.
+    The daemon's guard still decides, and its span says the call was denied, beside the span
+    of the same call's ``PostToolUse`` that ended it a success. Before, nothing said that the
+    deny reached nobody; now the daemon logs it as an error naming the event, its call and its
+    exit, and counts it (``otelhooks.dropped``, reason ``client_gone``)."""
+    (tmp_path / "otelhooks.yaml").write_text(SLOW_NO_RM)
+    env = client_env(tmp_path, runtime_dir)
+    assert hook(env, bash("toolu_0", "ls")).returncode == 0  # starts the daemon
+    daemon_pid(runtime_dir)
+    started = start_hook(env, bash("toolu_1", "rm -rf victim"))
+    (log,) = runtime_dir.glob("cc-*.log")
+    time.sleep(1.0)  # the CLI's timeout, shorter than the guard's 3 s
+    started[0].send_signal(signum)
+    assert started[0].wait(timeout=10) == -signum
+    deadline = time.monotonic() + 20
+    while "reached nobody" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (said,) = [line for line in log.read_text().splitlines() if "reached nobody" in line]
+    assert "hook_event=PreToolUse" in said
+    assert "tool_use_id=toolu_1" in said
+    assert "exit_code=0" in said  # Claude Code's deny: exit 0, the JSON on stdout
+    assert "deny" in said
+    # the next event of the session is answered as ever
+    assert hook(env, bash("toolu_2", "rm -rf /")).deny_reason() == "rm -rf is not allowed here"
+    assert log.read_text().count("reached nobody") == 1  # an answer heard is not said
