@@ -18,9 +18,11 @@ bridge answers a failure (a deny under ``--fail-closed``, else exit 1) and logge
 A hook client that closes its connection before its answer (its CLI killed it at the hook's
 timeout) withdraws the approvals asked for its event
 (:class:`~otelhooks._actions._asker.Asker`), as serve's hook route does: that end of an event's
-time is :mod:`._late_answers`'. Each event's command hooks run with the environment of the hook
-client that sent it, not the daemon's (:mod:`._event_env`). The bridge it serves with, built
-once, and the files that bridge was built from are :mod:`._daemon_build`'s.
+time is :mod:`._late_answers`'. The answer such an event still gets (a guard's deny the CLI
+never heard: it ran the tool) is logged as an error and counted (``client_gone``). Each
+event's command hooks run with the environment of the hook client that sent it, not the
+daemon's (:mod:`._event_env`). The bridge it serves with, built once, and the files that bridge
+was built from are :mod:`._daemon_build`'s.
 """
 
 from __future__ import annotations
