@@ -143,3 +143,26 @@ def test_a_deny_the_daemon_gives_after_the_cli_killed_the_client_is_said(
     # the next event of the session is answered as ever
     assert hook(env, bash("toolu_2", "rm -rf /")).deny_reason() == "rm -rf is not allowed here"
     assert log.read_text().count("reached nobody") == 1  # an answer heard is not said
+
+
+def test_an_export_file_saved_with_a_byte_order_mark_is_read(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    """Windows editors save UTF-8 with a byte order mark (Notepad's "UTF-8 with BOM",
+    PowerShell 5's ``Out-File -Encoding utf8``). Before, the bridge read ``otelhooks.env``'s
+    first key with the mark in front, refused the file (``expected KEY=VALUE``) and every hook
+    process exited 1: the CLI ran every tool. Now the mark is read as what it is; the file's
+    settings apply and the guard denies, through the one-process bridge and the daemon."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    (tmp_path / "otelhooks.env").write_bytes(
+        "\ufeffOTELHOOKS_BRIDGE_DAEMON_IDLE=45\nOTEL_SERVICE_NAME=team-agent\n".encode()
+    )
+    env = client_env(tmp_path, runtime_dir)
+    del env["OTELHOOKS_BRIDGE_DAEMON_IDLE"]  # the file's, then
+    first = hook(env, bash("toolu_1", "rm -rf /"))  # the one-process bridge
+    assert first.deny_reason() == "rm -rf is not allowed here", first.stderr
+    pid = daemon_pid(runtime_dir)
+    second = hook(env, bash("toolu_2", "rm -rf /srv"))  # the daemon
+    assert second.deny_reason() == "rm -rf is not allowed here", second.stderr
+    # the file's first setting reached the daemon the client started
+    assert b"OTELHOOKS_BRIDGE_DAEMON_IDLE=45" in Path(f"/proc/{pid}/environ").read_bytes()

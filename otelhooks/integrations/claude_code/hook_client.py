@@ -138,7 +138,7 @@ def _export_file_settings(argv: list[str]) -> dict[str, str]:
     for path in files:
         try:
             with open(path, "rb") as handle:
-                text = handle.read(64 * 1024).decode("utf-8", "replace")
+                text = handle.read(64 * 1024).decode("utf-8", "replace").removeprefix("\ufeff")
         except OSError:
             continue  # the bridge reports an explicit file it cannot read
         for line in text.splitlines():
