@@ -55,8 +55,8 @@ def span_limits() -> SpanLimits:
 
     ``SpanLimits()`` raises ``ValueError`` for such a value, and a TracerProvider made without
     ``span_limits`` makes one: a typo in the environment (which Codex CLI and Gemini CLI hand
-    their hooks, and an export file may set) ended every hook process with exit 1, and the CLI
-    ran the tool its guard denies. A limit shapes what a span records, never a decision.
+    their hooks) ended every hook process with exit 1, and the CLI ran the tool its guard
+    denies. A limit shapes what a span records, never a decision.
 
     Example:
         >>> span_limits().max_events >= 0

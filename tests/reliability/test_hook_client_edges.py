@@ -85,7 +85,7 @@ def test_an_otel_setting_the_sdk_cannot_read_never_silences_a_guard(
     tmp_path: Path, runtime_dir: Path, variable: str, value: str
 ) -> None:
     """Codex CLI and Gemini CLI hand their hooks the ``OTEL_*`` variables of their environment
-    (and an export file may set them for Claude Code). The SDK raises ``ValueError`` for a span
+    (Claude Code removes them). The SDK raises ``ValueError`` for a span
     limit (``SpanLimits()``) or an exemplar filter (``MeterProvider``) it cannot read, which a
     provider made without them reads: before, each hook process ended with exit 1 (the
     one-process bridge and the daemon alike) and the CLI ran the tool. Now the variable is
