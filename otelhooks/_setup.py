@@ -57,7 +57,7 @@ from otelhooks._logging import configure_logging
 from otelhooks._metrics import AgentMetrics, metric_views
 from otelhooks._pipeline import OtelHooks
 from otelhooks._processor import HookSpanProcessor
-from otelhooks._resource import recording_resource
+from otelhooks._resource import exemplar_filter, recording_resource, span_limits
 from otelhooks._sdks import instrument as instrument_sdks
 from otelhooks._worker import at_fork
 
@@ -181,10 +181,16 @@ def configure(
     # The providers' own atexit shutdowns are off: OtelHooks.shutdown (registered below) shuts
     # them down within its deadline; theirs would wait again on a dead collector.
     meter_provider = MeterProvider(
-        resource=resource, metric_readers=readers, views=metric_views(), shutdown_on_exit=False
+        resource=resource,
+        metric_readers=readers,
+        views=metric_views(),
+        exemplar_filter=exemplar_filter(),
+        shutdown_on_exit=False,
     )
     agent_metrics = AgentMetrics(meter_provider)
-    tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    tracer_provider = TracerProvider(
+        resource=resource, span_limits=span_limits(), shutdown_on_exit=False
+    )
     deliverer = WebhookDeliverer(
         metrics=agent_metrics,
         builder=PayloadBuilder(

@@ -20,6 +20,8 @@ _CLI = "the CLI's parser and entry point (the `otelhooks` console script), run i
 _STORE = "the PostgreSQL store's own rules (schema, SQL, shared state)"
 
 ALLOWED: dict[str, str] = {
+    "test_span_limits_env.py": "the span limits every provider otelhooks makes reads, against "
+    "the SDK's own reading",
     "integrations/test_late_client_constants.py": "the hook client's standard-library copies "
     "of the bridge's times, against the bridge's own",
     "integrations/test_export_file_twins.py": "the bridge's export-file parser, against the "

@@ -18,7 +18,7 @@ from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, process_
 from otelhooks._capture import capture_from_env
 from otelhooks._eventlog._model import EventEntry, EventLog
 from otelhooks._fingerprint import args_fingerprint
-from otelhooks._resource import recording_resource
+from otelhooks._resource import recording_resource, span_limits
 from otelhooks._version import __version__
 from otelhooks.web._app import WebApp
 from otelhooks.web._auth import WebAuth
@@ -164,7 +164,9 @@ def web_serving(
     if index is None:
         index = TraceIndex(max_traces=max_traces, max_spans=max_spans, capture_content=capture)
     inbox = inbox if inbox is not None else process_inbox()
-    provider = TracerProvider(resource=recording_resource({"service.name": "otelhooks-serve"}))
+    provider = TracerProvider(
+        resource=recording_resource({"service.name": "otelhooks-serve"}), span_limits=span_limits()
+    )
     provider.add_span_processor(index)
     for processor in exporters:
         provider.add_span_processor(processor)

@@ -34,3 +34,18 @@ def test_the_hook_client_reads_the_export_file_as_the_bridge_does(tmp_path: Path
     assert client == bridge
     assert client["OTELHOOKS_APPROVALS_URL"] == "http://127.0.0.1:4319"
     assert client["OTELHOOKS_INGEST_TOKEN"] == "s3cret value"
+
+
+def test_a_byte_order_mark_is_read_alike(tmp_path: Path) -> None:
+    """A file saved by a Windows editor (UTF-8 with a byte order mark): both read its first
+    setting (before, the bridge refused the file and the client skipped that setting)."""
+    (tmp_path / "otelhooks.env").write_bytes(("\ufeff" + EXPORT_FILE.split("\n", 1)[1]).encode())
+    (tmp_path / "hooks.yaml").write_text("hooks: []\n")
+    bridge = {
+        key: value
+        for key, value in read_export_file(tmp_path / "otelhooks.env").items()
+        if key.startswith("OTELHOOKS_")
+    }
+    client = hook_client._export_file_settings(["--hooks", str(tmp_path / "hooks.yaml")])
+    assert client == bridge
+    assert client["OTELHOOKS_APPROVALS_URL"] == "http://127.0.0.1:4319"

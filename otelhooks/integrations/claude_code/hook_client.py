@@ -57,6 +57,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from types import ModuleType
 
@@ -137,7 +138,7 @@ def _export_file_settings(argv: list[str]) -> dict[str, str]:
     for path in files:
         try:
             with open(path, "rb") as handle:
-                text = handle.read(64 * 1024).decode("utf-8", "replace")
+                text = handle.read(64 * 1024).decode("utf-8", "replace").removeprefix("\ufeff")
         except OSError:
             continue  # the bridge reports an explicit file it cannot read
         for line in text.splitlines():
@@ -315,32 +316,44 @@ def _one_process(args: list[str], body: bytes, asked: float, *, after_daemon: bo
     starting: 20 s of imports at a load of 30), this client answers on its own, as the bridge
     answers hooks it could not load in time (``_late_client``)."""
     told_r, told_w = os.pipe()
+    feed_r, feed_w = os.pipe()
     env = {**os.environ, LATE_FD_ENV: str(told_w), CLIENT_PID_ENV: str(os.getpid())}
     env[STARTED_AT_ENV] = repr(asked)
+    # this client's word alone: a value the CLI's environment had (a time long past) made the
+    # bridge answer late at once
+    env.pop(ASKED_AT_ENV, None)
     if after_daemon:
         env[ASKED_AT_ENV] = repr(asked)
     try:
         bridge = subprocess.Popen(
             [*_BRIDGE, *args],
-            stdin=subprocess.PIPE,
+            stdin=feed_r,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             pass_fds=(told_w,),
             env=env,
         )
+    except BaseException:
+        os.close(feed_w)
+        raise
     finally:
         os.close(told_w)
+        os.close(feed_r)
+    # The event is fed on a thread of its own, on a pipe of our own: ``communicate`` given it
+    # with a timeout writes, once retried, none of the rest (it registers stdin only when given
+    # input, and refuses input once started), so an event past the pipe's 64 KiB never ended
+    # and the bridge, waiting for its stdin's end, answered nothing (exit 1 at 25 s).
+    threading.Thread(target=_feed, args=(feed_w, body), daemon=True).start()
     os.set_blocking(told_r, False)
     told = _sibling("_late_client").Told(asked, args, after_daemon=after_daemon)
-    pending: bytes | None = body
     with open(told_r, "rb", buffering=0, closefd=True) as told_pipe:
         while True:
             try:
-                out, err = bridge.communicate(pending, timeout=_LATE_CHECK_S)
+                out, err = bridge.communicate(timeout=_LATE_CHECK_S)
                 told.read(told_pipe)
                 break
             except subprocess.TimeoutExpired:
-                pending = None  # handed over; communicate goes on with the rest
+                pass
             told.read(told_pipe)
             late = told.overdue()
             if late is not None:
@@ -361,6 +374,18 @@ def _one_process(args: list[str], body: bytes, asked: float, *, after_daemon: bo
     sys.stdout.flush()
     sys.stderr.buffer.write(err)
     return bridge.returncode if told.answered is None else told.answered
+
+
+def _feed(fd: int, body: bytes) -> None:
+    """Write the event to the one-process bridge's stdin and close it; a bridge that ended (or
+    was killed) before reading it all is no error here: its answer, or the late one, stands."""
+    left = memoryview(body)
+    with open(fd, "wb", buffering=0, closefd=True) as stdin:
+        try:
+            while left:
+                left = left[stdin.write(left) :]
+        except OSError:
+            pass
 
 
 def started_at() -> float:

@@ -18,9 +18,11 @@ bridge answers a failure (a deny under ``--fail-closed``, else exit 1) and logge
 A hook client that closes its connection before its answer (its CLI killed it at the hook's
 timeout) withdraws the approvals asked for its event
 (:class:`~otelhooks._actions._asker.Asker`), as serve's hook route does: that end of an event's
-time is :mod:`._late_answers`'. Each event's command hooks run with the environment of the hook
-client that sent it, not the daemon's (:mod:`._event_env`). The bridge it serves with, built
-once, and the files that bridge was built from are :mod:`._daemon_build`'s.
+time is :mod:`._late_answers`'. The answer such an event still gets (a guard's deny the CLI
+never heard: it ran the tool) is logged as an error and counted (``client_gone``). Each
+event's command hooks run with the environment of the hook client that sent it, not the
+daemon's (:mod:`._event_env`). The bridge it serves with, built once, and the files that bridge
+was built from are :mod:`._daemon_build`'s.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ __all__ = ["DEFAULT_IDLE_S", "run_daemon"]
 DEFAULT_IDLE_S = 900.0
 # the fairness key, read without parsing (Claude Code writes session_id first)
 _SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
+# the call an answer nobody heard was for, read the same way (Claude Code's, Codex CLI's id)
+_TOOL_USE = re.compile(rb'"tool_use_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 
 _log = structlog.get_logger("otelhooks")
 
@@ -204,8 +208,8 @@ class _DaemonApp(_Served):
         answer_s: float,
         sources: Mapping[str, Stamp] | None = None,
     ) -> None:
-        on_drop = bridge.engine.metrics.drop_counter("claude_code_hooks")
-        super().__init__(options, answer_s=answer_s, on_drop=on_drop)
+        self.on_drop = bridge.engine.metrics.drop_counter("claude_code_hooks")
+        super().__init__(options, answer_s=answer_s, on_drop=self.on_drop)
         self.bridge = bridge
         # an answer time set outright is the time; the CLI's timeout for the hook, if known,
         # the most the guards may have (:mod:`._guard_time`)
@@ -276,7 +280,7 @@ class _DaemonApp(_Served):
         # a person may be asked: the hook client killed by its CLI (its timeout) withdraws
         # what it asked, for the CLI went on without the answer
         asker = Asker() if asks else None
-        watch = asyncio.ensure_future(client_gone(receive, asker)) if asker else None
+        watch = asyncio.ensure_future(client_gone(receive, asker))
         try:
             response = await self.runner.run(
                 key, partial(self._decide, env, raw, answer_s, asker), timeout_s=answer_s
@@ -284,9 +288,27 @@ class _DaemonApp(_Served):
         except Late as late:
             response = late_answer(self.bridge, self.dialect, self.options, raw, late, answer_s)
         finally:
-            if watch is not None:
-                watch.cancel()
+            gone = watch.done()
+            watch.cancel()
+        if gone:
+            self._unheard(raw, response)
         await send_json(send, 200, _answer_body(response))
+
+    def _unheard(self, raw: bytes, response: HookResponse) -> None:
+        """Say that ``response`` reached nobody: its hook client was gone before it (its CLI
+        killed it at the hook's timeout, and ran the tool, or an interrupt). The event's spans
+        say what the guards decided (a deny), not that the CLI never heard it."""
+        found = _TOOL_USE.search(raw, 0, 1 << 20)
+        self.on_drop(1, "client_gone")
+        _log.error(
+            "the bridge's answer reached nobody: the hook client stopped waiting before it (its "
+            "CLI's hook timeout, or an interrupt), and the CLI went on without it; give the hook "
+            "a timeout longer than its guards take",
+            hook_event=self.dialect.event_of(raw),
+            tool_use_id=found.group(1).decode("utf-8", "replace") if found else None,
+            exit_code=response.exit_code,
+            answer=response.stdout[:500],
+        )
 
 
 def _build_within(

@@ -85,7 +85,10 @@ def read_export_file(path: Path, names: Iterable[str] = ()) -> dict[str, str]:
         raise ConfigError(f"more than {_MAX_BYTES} bytes", file=str(path))
     settings: dict[str, str] = {}
     wanted = frozenset(names)
-    for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), 1):
+    # a byte order mark is no part of the first key: Windows editors save UTF-8 with one, and
+    # the whole file was refused (every hook process exited 1: every guard off)
+    content = raw.decode("utf-8", "replace").removeprefix("\ufeff")
+    for number, line in enumerate(content.splitlines(), 1):
         text = line.strip()
         if not text or text.startswith("#"):
             continue

@@ -92,10 +92,12 @@ def deciding(bridge: CodingAgentBridge, dialect: Dialect, raw: bytes) -> list[Ho
         return None
 
 
-async def client_gone(receive: Receive, asker: Asker) -> None:
+async def client_gone(receive: Receive, asker: Asker | None) -> None:
     """Wait for the hook client to close its connection before its answer (its CLI killed it
     at the hook's timeout, or it was interrupted), then withdraw the approvals asked for it."""
     await disconnected(receive)
+    if asker is None:
+        return
     if await asyncio.to_thread(asker.gone):
         _log.warning(
             "the hook client stopped waiting before the answer (its CLI's hook timeout, or an "

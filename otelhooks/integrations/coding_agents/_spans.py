@@ -35,6 +35,7 @@ from opentelemetry.trace import (
 from opentelemetry.util.types import AttributeValue
 
 from otelhooks import _semconv as sc
+from otelhooks._resource import span_limits
 from otelhooks._version import __version__
 
 __all__ = [
@@ -127,7 +128,10 @@ class SpanWriter:
         self._ids = _PresetIds()
         self._lock = threading.Lock()
         self.provider = TracerProvider(
-            resource=resource, id_generator=self._ids, shutdown_on_exit=False
+            resource=resource,
+            id_generator=self._ids,
+            span_limits=span_limits(),
+            shutdown_on_exit=False,
         )
         for exporter in exporters:
             self.provider.add_span_processor(SimpleSpanProcessor(exporter))
