@@ -24,6 +24,7 @@ Bounds, so that a small hostile file cannot cost gigabytes or a traceback (issue
 from __future__ import annotations
 
 import bisect
+import codecs
 import json
 import re
 from collections.abc import Sequence
@@ -356,7 +357,7 @@ def parse_file(path: Path) -> list[Document]:
             f"larger than {MAX_FILE_BYTES:,} bytes (the config file size cap)", file=str(path)
         )
     try:
-        text = raw.decode("utf-8-sig")
+        text = raw.decode(_encoding(raw))
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ConfigError("not UTF-8 text", file=str(path), line=line) from None
@@ -365,3 +366,15 @@ def parse_file(path: Path) -> list[Document]:
     if not documents:
         raise ConfigError("the file is empty", file=str(path))
     return documents
+
+
+def _encoding(raw: bytes) -> str:
+    """The encoding a config file's byte order mark names (YAML reads UTF-8, UTF-16 and UTF-32 by
+    their mark; Windows PowerShell 5's ``>`` and Notepad's "Unicode" write UTF-16 with one: read
+    as UTF-8, such a hooks file was refused and every guard of the hook command was off), else
+    UTF-8, with or without its mark."""
+    if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "utf-32"  # before UTF-16: UTF-32 LE's mark begins with UTF-16 LE's
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    return "utf-8-sig"

@@ -5,6 +5,7 @@ bridge daemon they start."""
 
 from __future__ import annotations
 
+import codecs
 import signal
 import time
 from pathlib import Path
@@ -166,3 +167,21 @@ def test_an_export_file_saved_with_a_byte_order_mark_is_read(
     assert second.deny_reason() == "rm -rf is not allowed here", second.stderr
     # the file's first setting reached the daemon the client started
     assert b"OTELHOOKS_BRIDGE_DAEMON_IDLE=45" in Path(f"/proc/{pid}/environ").read_bytes()
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_hooks_file_saved_as_utf_16_or_32_with_its_mark_is_read(
+    tmp_path: Path, runtime_dir: Path, encoding: str
+) -> None:
+    """Windows PowerShell 5's ``>`` and Notepad's "Unicode" save UTF-16 with a byte order mark,
+    which YAML reads (as it reads UTF-32). Before, the hooks file was refused as "not UTF-8
+    text" and every hook process exited 1: the CLI ran the tool the guard denies."""
+    text = NO_RM_ON_STDIN
+    if encoding == "utf-16-be":
+        raw = codecs.BOM_UTF16_BE + text.encode("utf-16-be")
+    else:
+        raw = text.encode(encoding)  # Python writes the mark, in the machine's order
+    (tmp_path / "otelhooks.yaml").write_bytes(raw)
+    env = client_env(tmp_path, runtime_dir)
+    answer = hook(env, bash("toolu_1", "rm -rf /"))
+    assert answer.deny_reason() == "rm -rf is not allowed here", answer.stderr
