@@ -75,6 +75,12 @@ def _mcp(args: argparse.Namespace) -> int:
         hooks = load_config(paths).hooks
     except ConfigError as exc:
         return _fail(str(exc))
+    if not args.listen:
+        from otelhooks.mcp._stdio import stdio_problem
+
+        problem = stdio_problem()  # last: a mistake in the command line is said first
+        if problem is not None:
+            return _fail(problem)
     return _run(args, hooks, command, address, resolved, token)
 
 

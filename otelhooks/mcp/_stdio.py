@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import stat
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ import structlog
 
 from otelhooks.mcp._gateway import McpGateway, McpSession, Relay
 
-__all__ = ["LINE_LIMIT", "Oversize", "run_stdio"]
+__all__ = ["LINE_LIMIT", "Oversize", "run_stdio", "stdio_problem"]
 
 _log = structlog.get_logger("otelhooks.mcp")
 
@@ -64,6 +65,24 @@ class _Out:
         if self.writer is not None and not self.writer.is_closing():
             with contextlib.suppress(ConnectionError):
                 await self.writer.drain()
+
+
+def stdio_problem() -> str | None:
+    """Why this process's stdin or stdout cannot carry an MCP client's frames (``None`` when
+    both can): the event loop reads and writes pipes, sockets and terminals, never a regular
+    file (``otelhooks mcp -- server < requests.jsonl`` ended in asyncio's traceback)."""
+    for fd, name, instead in ((0, "stdin", "cat FILE | otelhooks mcp ..."),
+                              (1, "stdout", "otelhooks mcp ... | cat > FILE")):  # fmt: skip
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            return f"{name} is closed: an MCP client runs the gateway with pipes on both"
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+            return (
+                f"{name} is a file, not a pipe: an MCP client runs the gateway with pipes on "
+                f"both; to use a file, go through a pipe ({instead})"
+            )
+    return None
 
 
 async def _stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

@@ -137,3 +137,27 @@ def test_a_client_that_only_closes_its_input_gets_an_error_for_a_call_still_deci
     assert "closed its input" in answers[2]["error"]["message"]
     assert b"left unanswered" in err
     assert calls(tmp_path) in ([], [{"tool": "add", "args": {"a": 1, "b": 2}}])
+
+
+@pytest.mark.parametrize("end", ["stdin", "stdout"])
+def test_a_file_for_stdin_or_stdout_is_refused_with_a_sentence(tmp_path: Path, end: str) -> None:
+    # An MCP client gives the gateway pipes; a person trying it by hand with `< requests.jsonl`
+    # or `> out.jsonl` got asyncio's traceback ("Pipe transport is only for pipes, sockets and
+    # character devices") after the server had started. Now: a sentence naming the way, before.
+    file = tmp_path / "frames.jsonl"
+    file.write_bytes(_frame(id=1, method="ping"))
+    args = [*gateway_args([], tmp_path / "traces.jsonl"), "--", sys.executable, str(SERVER_APP)]
+    with file.open("r+b") as handle:
+        run = subprocess.run(
+            [sys.executable, *args],
+            stdin=handle if end == "stdin" else subprocess.PIPE,
+            stdout=handle if end == "stdout" else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env(tmp_path / "calls.jsonl"),
+            timeout=60,
+        )
+    said = run.stderr.decode()
+    assert run.returncode == 2, said
+    assert f"{end} is a file, not a pipe" in said
+    assert "Traceback" not in said
+    assert not (tmp_path / "calls.jsonl").exists()  # the server never started
