@@ -329,7 +329,7 @@ class SharedApprovalInbox(ApprovalInbox):
         self._expire_due()
         self.recheck()
         with self._lock:
-            return sorted(self._pending.values(), key=lambda a: (a.created_ms, a.id))
+            return self._oldest_first()
 
     def answered(self) -> list[Approval]:
         """The fleet's last answered approvals, newest first."""
@@ -344,10 +344,14 @@ class SharedApprovalInbox(ApprovalInbox):
         with self._reading:
             self._read_changes()
             with self._lock:
-                pending = sorted(self._pending.values(), key=lambda a: (a.created_ms, a.id))
-                listed = self._listing(self._seen, pending)
+                listed = self._listing(self._seen, self._oldest_first())
         self._publish()
         return listed
+
+    def _oldest_first(self) -> list[Approval]:
+        """The waiting approvals of the fleet, oldest first; call with the lock held (the
+        instances' copies arrive in the order their changes are read, not asked)."""
+        return sorted(self._pending.values(), key=lambda a: (a.created_ms, a.id))
 
     def now_ms(self) -> int:
         """Now by the database's clock (as last seen): an instance's own may be off."""

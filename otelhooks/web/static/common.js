@@ -57,11 +57,11 @@ const oh = (() => {
       }
       const body = await response.json().catch(() => ({}));
       // an answer cut at the deadline is no answer: read as {}, it was shown as an empty one
-      if (abort.signal.aborted) throw new NoAnswer(`serve did not answer in ${deadlineS} s`);
+      abort.signal.throwIfAborted();
       if (!response.ok) throw new Error(body.message || body.error || String(response.status));
       return body;
     } catch (err) {
-      if (abort.signal.aborted && !(err instanceof NoAnswer)) throw new NoAnswer(`serve did not answer in ${deadlineS} s`);
+      if (abort.signal.aborted) throw new NoAnswer(`serve did not answer in ${deadlineS} s`);
       throw err;
     } finally {
       clearTimeout(timer);
