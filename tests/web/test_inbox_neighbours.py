@@ -9,6 +9,7 @@ neighbour server, Debian's Chromium.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -119,6 +120,15 @@ FILL_JAR = """() => { for (let i = 0; i < 40; i++) {
   document.cookie = `fill${i}=${'x'.repeat(4000)}; path=/; max-age=86400`; } }"""
 
 
+def _wait_for_the_jar(page: Any) -> None:
+    """Chromium hands ``document.cookie`` writes to its network service without waiting: a
+    navigation started at once can leave before the jar is full (it once got 200, not 431)."""
+    deadline = time.monotonic() + 10
+    while sum(c["name"].startswith("fill") for c in page.context.cookies()) < 40:
+        assert time.monotonic() < deadline, "the browser never kept the page's 40 cookies"
+        time.sleep(0.05)
+
+
 def test_a_cookie_jar_filled_by_a_page_on_another_port_is_named_and_cleared(
     browser: Any, server: EventLogServer
 ) -> None:
@@ -128,6 +138,7 @@ def test_a_cookie_jar_filled_by_a_page_on_another_port_is_named_and_cleared(
         with _app(b"<p>the app the agent built</p>") as app:
             page.goto(app)
             page.evaluate(FILL_JAR)
+            _wait_for_the_jar(page)
         # before: serve reset the connection (net::ERR_CONNECTION_RESET), the cause nowhere
         refused = page.goto(f"{server.url}/approvals")
         assert refused is not None
