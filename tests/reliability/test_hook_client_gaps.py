@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integrations._daemon_procs import bash, client_env, hook
+from tests.integrations._daemon_procs import NO_ANSWER, bash, client_env, daemon_pid, hook
 from tests.reliability.test_hook_client_edges import NO_RM_ON_STDIN
 
 pytestmark = pytest.mark.timeout(180)
@@ -31,3 +31,34 @@ def test_a_30_mb_event_on_a_grep_guards_stdin_is_judged_in_time(
     answer = hook(env, bash("toolu_1", big))  # no daemon yet: the one-process bridge
     assert answer.deny_reason() == "rm -rf is not allowed here", answer.stderr[-2000:]
     assert "timed out" not in answer.stderr
+
+
+@pytest.mark.parametrize(
+    ("tool", "guarded"), [("Bash", True), ("Read", False)], ids=["guarded", "unguarded"]
+)
+def test_an_event_past_the_daemons_limit_is_refused_saying_its_size(
+    tmp_path: Path, runtime_dir: Path, tool: str, guarded: bool
+) -> None:
+    """An event past the daemon's 64 MiB body limit (a ``Write`` of a 65 MiB file). Before, the
+    daemon answered it as a body without the hook client's environment (``the hook client sent
+    no environment``, the limit's own word lost) and closed the connection while the client
+    still sent: the client said the daemon did not answer and ran the one-process bridge, whose
+    guard then ran out of its time on the event. Now the daemon reads the rest of it and
+    refuses it saying its size and the limit: a deny naming the guard that could not check it,
+    or, when no guard would judge it, the bridge's failure (exit 1) with the same words."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    env = client_env(tmp_path, runtime_dir)
+    assert hook(env, bash("toolu_0", "ls")).returncode == 0  # starts the daemon
+    daemon_pid(runtime_dir)
+    event = bash("toolu_1", "rm -rf / # " + "x" * (65 << 20))
+    event["tool_name"] = tool
+    answer = hook(env, event)
+    assert NO_ANSWER not in answer.stderr
+    assert "over the bridge daemon's limit of 67108864 bytes" in answer.stderr, answer.stderr
+    if guarded:
+        reason = answer.deny_reason()
+        assert "over the bridge daemon's limit of 67108864 bytes" in reason
+        assert "hook no-rm could not check it" in reason
+    else:
+        assert answer.returncode == 1
+        assert not answer.stdout

@@ -51,10 +51,10 @@ from otelhooks._eventlog._asgi import Receive, Scope, Send, send_json
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._daemon_build import Stamp, build_bridge, stamp
-from otelhooks.integrations.coding_agents._event_env import NO_ENVIRONMENT, read_event
+from otelhooks.integrations.coding_agents._event_env import NO_ENVIRONMENT, TooLarge, read_event
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._guard_time import MARGIN_S, guards_s
-from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
+from otelhooks.integrations.coding_agents._input import InputProblem, parse_input, tool_name_of
 from otelhooks.integrations.coding_agents._late_answers import (
     answer_deadline,
     client_gone,
@@ -118,6 +118,27 @@ class _Served(ABC):
     async def _serve(self, receive: Receive, send: Send) -> None:
         """Answer one ``POST /bridge``."""
 
+    def guards_of(self, head: bytes) -> list[str]:
+        """The ids of the guards that would judge the event whose start is ``head`` (none
+        known here: the hooks did not load)."""
+        return []
+
+    def too_large(self, big: TooLarge) -> HookResponse:
+        """The answer to an event past the body limit, which no hook read: a deny naming the
+        guards that would have judged it (they could not check it), ``--fail-closed`` or not,
+        as serve's route answers a body past its own limit; else the bridge's answer to a
+        problem (a deny under ``--fail-closed``, else exit 1), its size said either way."""
+        event = self.dialect.event_of(big.head)
+        guards = self.guards_of(big.head) if event in ("PreToolUse", None) else []
+        problem = str(big)
+        if guards:
+            problem = f"{problem}: hook {', '.join(guards)} could not check it"
+        _log.error(
+            "the hook input is too large for the bridge daemon", size=big.size, guards=guards
+        )
+        refused = _refusal(event, problem, self.options, closed=bool(guards))
+        return self.dialect.answer(refused)
+
     def close(self) -> None:
         """Release what the daemon holds (called once it has stopped serving)."""
         self.runner.close()
@@ -142,6 +163,8 @@ class _Served(ABC):
         self.busy += 1
         try:
             await self._serve(receive, send)
+        except TooLarge as big:
+            await send_json(send, 200, _answer_body(self.too_large(big)))
         finally:
             self.busy -= 1
             self.last = time.monotonic()
@@ -229,6 +252,15 @@ class _DaemonApp(_Served):
     def close(self) -> None:
         super().close()
         _close(self.bridge)
+
+    def guards_of(self, head: bytes) -> list[str]:
+        # Claude Code's tool names are the matchers'; another CLI's may be matched by an alias
+        # only its whole input gives, so any guard of a tool call may be the one
+        tool = tool_name_of(head) if self.dialect.name == "claude-code" else None
+        hooks = self.bridge.engine.registry.may_match(
+            "before_tool_call", (tool,) if tool is not None else None
+        )
+        return sorted({h.id for h in hooks if h.mode == "enforce" and not h.notifies})
 
     def answer(self, raw: bytes) -> HookResponse:
         return self.dialect.answer(self._answer(raw, self.dialect.to_bridge))
