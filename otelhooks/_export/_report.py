@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import structlog
 
+from otelhooks._env_seconds import seconds_setting
 from otelhooks._worker import at_fork
 
 __all__ = [
@@ -49,19 +50,10 @@ def shutdown_timeout(default: float = DEFAULT_SHUTDOWN_TIMEOUT_S) -> float:
     """Seconds ``shutdown()`` may take: ``$OTELHOOKS_SHUTDOWN_TIMEOUT``, else ``default``.
 
     Commands pass a short default (2 s; 1 s for the Claude Code bridge); ``configure()`` uses
-    10 s. An invalid value is logged and ignored.
+    10 s. An invalid value (:func:`~otelhooks._env_seconds.seconds_setting`: not a number,
+    negative, infinite, past what a wait can take) is logged and ignored.
     """
-    raw = os.environ.get(SHUTDOWN_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        _log.warning("invalid environment variable, using default", var=SHUTDOWN_TIMEOUT_ENV)
-        return default
-    return value
+    return seconds_setting(os.environ.get(SHUTDOWN_TIMEOUT_ENV), SHUTDOWN_TIMEOUT_ENV, default)[0]
 
 
 def permanent_status(status: int) -> bool:

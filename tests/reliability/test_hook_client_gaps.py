@@ -62,3 +62,43 @@ def test_an_event_past_the_daemons_limit_is_refused_saying_its_size(
     else:
         assert answer.returncode == 1
         assert not answer.stdout
+
+
+@pytest.mark.parametrize("value", ["1e-300", "0.0001"])
+def test_an_answer_time_under_a_second_is_raised_to_it_and_said(
+    tmp_path: Path, runtime_dir: Path, value: str
+) -> None:
+    """``OTELHOOKS_BRIDGE_DAEMON_ANSWER_S`` above 0 but too short for any answer. Before, every
+    event was answered late (``no answer within 0.0001 s``, exit 1: the CLI ran the tool),
+    through the one-process bridge and the daemon alike. Now it is raised to 1 s, saying so
+    with the variable's name on the hook's stderr (the one-process bridge) and in the daemon's
+    log, and the guard denies."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    env = client_env(tmp_path, runtime_dir, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S=value)
+    first = hook(env, bash("toolu_1", "rm -rf /"))  # the one-process bridge
+    assert first.deny_reason() == "rm -rf is not allowed here", first.stderr
+    said = [line for line in first.stderr.splitlines() if "below its least" in line]
+    assert said, first.stderr
+    assert "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S" in said[0]
+    daemon_pid(runtime_dir)
+    second = hook(env, bash("toolu_2", "rm -rf /srv"))  # the daemon
+    assert second.deny_reason() == "rm -rf is not allowed here", second.stderr
+    assert NO_ANSWER not in second.stderr
+    (log,) = runtime_dir.glob("cc-*.log")
+    assert "below its least" in log.read_text()
+
+
+def test_a_shutdown_time_no_wait_can_take_loses_no_span(tmp_path: Path, runtime_dir: Path) -> None:
+    """``OTELHOOKS_SHUTDOWN_TIMEOUT=1e308`` (a number, but past what a wait can take). Before,
+    the one-process bridge's shutdown raised ``OverflowError`` in a thread's wait after its
+    answer (``closing failed``, a traceback on the hook's stderr) and its spans never reached
+    ``--traces-out``. Now it is logged as invalid and the default used."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    traces = tmp_path / "spans.jsonl"
+    env = client_env(tmp_path, runtime_dir, OTELHOOKS_SHUTDOWN_TIMEOUT="1e308")
+    answer = hook(env, bash("toolu_1", "rm -rf /"), "--traces-out", str(traces))
+    assert answer.deny_reason() == "rm -rf is not allowed here", answer.stderr
+    assert "OverflowError" not in answer.stderr
+    assert "invalid environment variable" in answer.stderr
+    assert "OTELHOOKS_SHUTDOWN_TIMEOUT" in answer.stderr
+    assert "toolu_1" in traces.read_text()

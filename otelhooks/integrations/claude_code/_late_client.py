@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
 import time
 
 __all__ = ["LATE_GRACE_S", "Told", "own_wait"]
@@ -27,6 +28,7 @@ LATE_GRACE_S = 0.5
 # before the CLI's timeout for the hook (``--hook-timeout``; ``_guard_time.MARGIN_S``)
 _ANSWER_ENVS = ("OTELHOOKS_BRIDGE_DAEMON_ANSWER_S", "OTELHOOKS_CLAUDE_DAEMON_ANSWER_S")
 _DEFAULT_ANSWER_S = 25.0
+_LEAST_ANSWER_S = 1.0  # ``otelhooks._env_seconds.BRIDGE_LEAST_S``
 _MARGIN_S = 5.0
 _INSTALLED_S = 30.0  # the hook timeout ``install`` writes when no guard needs longer
 
@@ -101,8 +103,11 @@ def _times(args: list[str]) -> tuple[float, float | None]:
         answer_s = float(raw.strip())
     except ValueError:
         answer_s = 0.0
-    if not 0 < answer_s < 1e9:  # unset or invalid: the bridge's default
+    # the bridge's rule (``otelhooks._env_seconds``): unset or invalid, its default; under the
+    # least, the least
+    if not 0 < answer_s <= threading.TIMEOUT_MAX:
         answer_s = _DEFAULT_ANSWER_S
+    answer_s = max(answer_s, _LEAST_ANSWER_S)
     limit_s = None
     for i, arg in enumerate(args):
         flag, eq, value = arg.partition("=")

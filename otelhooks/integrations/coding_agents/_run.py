@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otelhooks._actions._command_env import event_environment
+from otelhooks._env_seconds import BRIDGE_LEAST_S, seconds_setting
 from otelhooks._errors import ConfigError
 from otelhooks._export._otlp import summarise_sdk_logs
 from otelhooks._export._report import DeliveryTracker, shutdown_timeout
@@ -247,20 +247,18 @@ def _bridge_answer(
 
 def answer_seconds(env: Mapping[str, str]) -> float:
     """How long a hook event may take before it is answered as a failure
-    (``$OTELHOOKS_BRIDGE_DAEMON_ANSWER_S``, default 25 s)."""
-    return env_seconds(env, ANSWER_ENV, DEFAULT_ANSWER_S)
+    (``$OTELHOOKS_BRIDGE_DAEMON_ANSWER_S``, default 25 s, at least 1 s)."""
+    return answer_time(env)[0]
 
 
 def answer_time(env: Mapping[str, str]) -> tuple[float, bool]:
     """:func:`answer_seconds`, and whether it is set outright (a valid
-    ``$OTELHOOKS_BRIDGE_DAEMON_ANSWER_S``): a time set is the time, whatever the guards'
-    timeouts; the default is only the least (:func:`~._guard_time.event_wait`)."""
-    value = answer_seconds(env)
-    raw = (env_value(env, ANSWER_ENV) or "").strip()
-    try:
-        return value, bool(raw) and float(raw) == value
-    except ValueError:
-        return value, False
+    ``$OTELHOOKS_BRIDGE_DAEMON_ANSWER_S``, though raised to its least): a time set is the time,
+    whatever the guards' timeouts; the default is only the least
+    (:func:`~._guard_time.event_wait`)."""
+    return seconds_setting(
+        env_value(env, ANSWER_ENV), ANSWER_ENV, DEFAULT_ANSWER_S, least=BRIDGE_LEAST_S
+    )
 
 
 def answer_limit(options: BridgeOptions) -> float | None:
@@ -274,21 +272,11 @@ def answer_limit(options: BridgeOptions) -> float | None:
 
 
 def env_seconds(env: Mapping[str, str], name: str, default: float) -> float:
-    """The seconds the variable ``name`` of ``env`` gives, else ``default``. An invalid value
-    (not a number, not above 0, too long to wait) is logged and ``default`` used: a typo in a
-    tuning variable must not turn every guard's answer into a failure (a crash is exit 1,
-    after which the CLI runs the tool, ``--fail-closed`` or not; 0 s answers each event late)."""
-    raw = (env_value(env, name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not 0 < value <= threading.TIMEOUT_MAX:
-        _log.warning("invalid environment variable, using default", var=name, default_s=default)
-        return default
-    return value
+    """The seconds the variable ``name`` of ``env`` gives, else ``default``, by the one rule
+    for such a variable (:func:`~otelhooks._env_seconds.seconds_setting`): an invalid value is
+    logged and ``default`` used (a typo in a tuning variable must not turn every guard's answer
+    into a failure), one under 1 s logged and 1 s used."""
+    return seconds_setting(env_value(env, name), name, default, least=BRIDGE_LEAST_S)[0]
 
 
 def hooks_and_settings(
