@@ -5,6 +5,7 @@ the real one-process bridge and bridge daemon they start, real command guards.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,34 @@ def test_a_shutdown_time_no_wait_can_take_loses_no_span(tmp_path: Path, runtime_
     assert "invalid environment variable" in answer.stderr
     assert "OTELHOOKS_SHUTDOWN_TIMEOUT" in answer.stderr
     assert "toolu_1" in traces.read_text()
+
+
+@pytest.mark.parametrize("how", ["mode-777", "another-users"])
+def test_a_socket_folder_that_is_not_private_is_said(
+    tmp_path: Path, runtime_dir: Path, how: str
+) -> None:
+    """A socket folder others can write to, or another user's (a shared ``/tmp/otelhooks-UID``
+    made by someone else first, an ``XDG_RUNTIME_DIR`` of another account): no daemon there is
+    trusted, and each event starts the one-process bridge, 1-3 s each. Before, nothing said
+    so; now the hook client says it on stderr, naming the folder and why, and the guard still
+    denies through the one-process bridge."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    folder = runtime_dir / "shared"
+    folder.mkdir()
+    if how == "mode-777":
+        folder.chmod(0o777)
+        why = "has mode 777: others can reach it"
+    else:
+        if os.getuid() != 0:
+            pytest.skip("giving a folder to another user takes root")
+        os.chown(folder, 65534, 65534)
+        folder.chmod(0o700)
+        why = "belongs to uid 65534, not to this user"
+    env = client_env(tmp_path, folder)
+    answer = hook(env, bash("toolu_1", "rm -rf /"))
+    assert answer.deny_reason() == "rm -rf is not allowed here", answer.stderr
+    said = [line for line in answer.stderr.splitlines() if "socket folder" in line]
+    assert len(said) == 1, answer.stderr
+    assert str(folder) in said[0]
+    assert why in said[0]
+    assert not list(folder.glob("cc-*.sock"))  # no daemon started there

@@ -9,8 +9,8 @@ the webhook client) costs that process about 0.6 s of CPU, so instead
 
 It hands the event, after its own environment (the daemon runs the event's command hooks with
 it), to a per-user bridge daemon over a Unix socket (``0600`` in a ``0700``
-folder the user owns; in any other folder no socket is trusted and the one-process bridge
-answers) and prints the daemon's answer exactly as the bridge would. The first event, when no
+folder the user owns; in any other folder no socket is trusted, the one-process bridge
+answers, and the client says so on stderr) and prints the daemon's answer exactly as the bridge would. The first event, when no
 daemon is listening, starts one in the background (``otelhooks claude-code ... daemon``) and
 is answered by the ordinary one-process bridge meanwhile. The daemon keeps sessions in the same
 state file as the one-process bridge, so either can handle any event; it exits after
@@ -283,16 +283,33 @@ def _sibling(module: str) -> ModuleType:
     return sys.modules[name]
 
 
-def _private_folder(path: str) -> bool:
-    """Whether the socket's folder exists (made now if not) and is this user's alone: a socket
-    in a folder others can write to could be someone else's, answering "allow"."""
+def _folder_problem(path: str) -> str | None:
+    """Why the socket's folder is not this user's alone (made now if it does not exist), or
+    ``None`` when it is: a socket in a folder others can write to could be someone else's,
+    answering "allow", so none is trusted there."""
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         info = os.lstat(folder)
-    except OSError:
-        return False
-    return info.st_uid == os.getuid() and not info.st_mode & 0o077 and os.path.isdir(folder)
+    except OSError as exc:
+        return f"cannot be made or read ({exc.strerror})"
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return "is not a folder"
+    if info.st_uid != os.getuid():
+        return f"belongs to uid {info.st_uid}, not to this user (uid {os.getuid()})"
+    if info.st_mode & 0o077:
+        return f"has mode {info.st_mode & 0o777:o}: others can reach it"
+    return None
+
+
+def _not_private(path: str, problem: str) -> str:
+    """What the client says of a socket folder it cannot trust: every event then pays the
+    one-process bridge's start (1-3 s each), which nothing else would tell."""
+    return (
+        f"otelhooks hook client: the bridge daemon's socket folder {os.path.dirname(path)} "
+        f"{problem}, so no daemon is used and each event starts the one-process bridge "
+        "(1-3 s); set XDG_RUNTIME_DIR to a folder of your own with mode 700"
+    )
 
 
 def _start_daemon(argv: list[str], path: str) -> None:
@@ -444,7 +461,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     body = sys.stdin.buffer.read()
     path = socket_path(args)
-    private = _private_folder(path)
+    problem = _folder_problem(path)
+    private = problem is None
+    if problem is not None:
+        print(_not_private(path, problem), file=sys.stderr)
     answer = None
     failed = False
     if private:
