@@ -6,12 +6,21 @@ the real one-process bridge and bridge daemon they start, real command guards.""
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.integrations._daemon_procs import NO_ANSWER, bash, client_env, daemon_pid, hook
-from tests.reliability.test_hook_client_edges import NO_RM_ON_STDIN
+from tests.integrations._daemon_procs import (
+    NO_ANSWER,
+    bash,
+    client_env,
+    daemon_pid,
+    hook,
+    start_hook,
+)
+from tests.reliability.test_hook_client_edges import NO_RM_ON_STDIN, SLOW_NO_RM
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -134,3 +143,35 @@ def test_a_socket_folder_that_is_not_private_is_said(
     assert str(folder) in said[0]
     assert why in said[0]
     assert not list(folder.glob("cc-*.sock"))  # no daemon started there
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_deny_the_one_process_bridge_gives_after_the_cli_killed_the_client_is_said(
+    tmp_path: Path, runtime_dir: Path, signum: int
+) -> None:
+    """The first event of a session (no daemon yet): the one-process bridge, a child of the hook
+    client, answers it. The CLI kills the client at a timeout shorter than the guard takes and
+    runs the tool. Before, the bridge's deny went to a pipe nobody read, and nothing said it;
+    the daemon, for the same, logs an error and counts it. Now the one-process bridge says it
+    the same way, by the same rule, in the daemon's log beside the socket (the client's stderr
+    went with it): the event, its ``tool_use_id``, the exit code and the deny, counted
+    (``client_gone``)."""
+    (tmp_path / "otelhooks.yaml").write_text(SLOW_NO_RM)
+    env = client_env(tmp_path, runtime_dir)
+    started = start_hook(env, bash("toolu_1", "rm -rf victim"))
+    deadline = time.monotonic() + 30
+    while not list(runtime_dir.glob("cc-*.log")) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the client chose the one-process bridge and started a daemon
+    (log,) = runtime_dir.glob("cc-*.log")
+    time.sleep(1.0)  # the CLI's timeout, shorter than the guard's 3 s
+    started[0].send_signal(signum)
+    assert started[0].wait(timeout=10) == -signum
+    deadline = time.monotonic() + 30
+    while "reached nobody" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (said,) = [line for line in log.read_text().splitlines() if "reached nobody" in line]
+    assert "hook_event=PreToolUse" in said
+    assert "tool_use_id=toolu_1" in said
+    assert "exit_code=0" in said  # Claude Code's deny: exit 0, the JSON on stdout
+    assert "deny" in said
+    assert "BrokenPipeError" not in log.read_text()

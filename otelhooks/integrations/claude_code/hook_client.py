@@ -8,11 +8,11 @@ the webhook client) costs that process about 0.6 s of CPU, so instead
     /usr/bin/python3 -I -S .../otelhooks/integrations/claude_code/hook_client.py --hooks FILE
 
 It hands the event, after its own environment (the daemon runs the event's command hooks with
-it), to a per-user bridge daemon over a Unix socket (``0600`` in a ``0700``
-folder the user owns; in any other folder no socket is trusted, the one-process bridge
-answers, and the client says so on stderr) and prints the daemon's answer exactly as the bridge would. The first event, when no
-daemon is listening, starts one in the background (``otelhooks claude-code ... daemon``) and
-is answered by the ordinary one-process bridge meanwhile. The daemon keeps sessions in the same
+it), to a per-user bridge daemon over a Unix socket (``0600`` in a ``0700`` folder the user
+owns; in any other folder no socket is trusted, the one-process bridge answers, and the client
+says so on stderr) and prints the daemon's answer exactly as the bridge would. The first event,
+when no daemon is listening, starts one in the background (``otelhooks claude-code ... daemon``)
+and is answered by the ordinary one-process bridge meanwhile. The daemon keeps sessions in the same
 state file as the one-process bridge, so either can handle any event; it exits after
 ``$OTELHOOKS_BRIDGE_DAEMON_IDLE`` seconds without events (default 900). A changed hooks file
 or environment, another otelhooks installed (this file replaced), or another working folder
@@ -63,6 +63,7 @@ from types import ModuleType
 
 __all__ = [
     "ASKED_AT_ENV",
+    "CLIENT_LOG_ENV",
     "CLIENT_PID_ENV",
     "IDLE_ENV",
     "LATE_FD_ENV",
@@ -83,6 +84,9 @@ STARTED_AT_ENV = "OTELHOOKS_BRIDGE_CLIENT_START"
 # this client's pid: the one-process bridge withdraws its approvals once its parent is another
 # (the CLI killed this client at its timeout), also when that came before it could look
 CLIENT_PID_ENV = "OTELHOOKS_BRIDGE_CLIENT_PID"
+# the daemon's log (in the private socket folder): where the one-process bridge says, once this
+# client is gone and its stderr with it, that its answer reached nobody
+CLIENT_LOG_ENV = "OTELHOOKS_BRIDGE_CLIENT_LOG"
 _ENV_PREFIXES = ("OTELHOOKS_", "OTEL_", "CLAUDE_PROJECT_DIR", "HOME")
 _FLAGS_WITH_PATHS = ("--hooks", "--traces-out", "--state", "--export-env")
 # the CLI that runs this client with ``--dialect NAME`` (none: Claude Code)
@@ -312,8 +316,13 @@ def _not_private(path: str, problem: str) -> str:
     )
 
 
+def _log_path(path: str) -> str:
+    """The daemon's log beside its socket ``path``."""
+    return path[: -len(".sock")] + ".log"
+
+
 def _start_daemon(argv: list[str], path: str) -> None:
-    log = open(path[: -len(".sock")] + ".log", "ab")  # noqa: SIM115 - handed to the child
+    log = open(_log_path(path), "ab")  # noqa: SIM115 - handed to the child
     with log:
         subprocess.Popen(
             [*_BRIDGE, *argv, "daemon", "--socket", path],
@@ -324,14 +333,17 @@ def _start_daemon(argv: list[str], path: str) -> None:
         )
 
 
-def _one_process(args: list[str], body: bytes, asked: float, *, after_daemon: bool) -> int:
+def _one_process(
+    args: list[str], body: bytes, asked: float, *, after_daemon: bool, log: str | None
+) -> int:
     """The one-process bridge's answer, written out. It tells this client, on a pipe, its late
     answer and when that is due (from ``asked``, this client's start, ``after_daemon`` that
     gave no answer), then that its own answer is being printed and with which exit code; past
     the time with no answer, or when it ends without one (a hook crashed it), the late answer
     is this client's (the bridge killed). Past that time with nothing told (the bridge still
     starting: 20 s of imports at a load of 30), this client answers on its own, as the bridge
-    answers hooks it could not load in time (``_late_client``)."""
+    answers hooks it could not load in time (``_late_client``). ``log`` is where the bridge
+    says that its answer reached nobody, this client gone (``None``: no private folder)."""
     told_r, told_w = os.pipe()
     feed_r, feed_w = os.pipe()
     env = {**os.environ, LATE_FD_ENV: str(told_w), CLIENT_PID_ENV: str(os.getpid())}
@@ -341,6 +353,9 @@ def _one_process(args: list[str], body: bytes, asked: float, *, after_daemon: bo
     env.pop(ASKED_AT_ENV, None)
     if after_daemon:
         env[ASKED_AT_ENV] = repr(asked)
+    env.pop(CLIENT_LOG_ENV, None)  # this client's word alone too: a file of ours
+    if log is not None:
+        env[CLIENT_LOG_ENV] = log
     try:
         bridge = subprocess.Popen(
             [*_BRIDGE, *args],
@@ -480,7 +495,8 @@ def main(argv: list[str] | None = None) -> int:
             except OSError:
                 pass
         # a daemon stopped 20 s in leaves 5 s of 25, not 25 more past the CLI's 30
-        return _one_process(args, body, asked, after_daemon=failed)
+        log = _log_path(path) if private else None
+        return _one_process(args, body, asked, after_daemon=failed, log=log)
     return _write(answer)
 
 

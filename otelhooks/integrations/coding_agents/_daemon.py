@@ -60,6 +60,8 @@ from otelhooks.integrations.coding_agents._late_answers import (
     client_gone,
     deciding,
     late_answer,
+    tool_use_id_of,
+    unheard,
 )
 from otelhooks.integrations.coding_agents._run import (
     BridgeOptions,
@@ -76,8 +78,6 @@ __all__ = ["DEFAULT_IDLE_S", "run_daemon"]
 DEFAULT_IDLE_S = 900.0
 # the fairness key, read without parsing (Claude Code writes session_id first)
 _SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
-# the call an answer nobody heard was for, read the same way (Claude Code's, Codex CLI's id)
-_TOOL_USE = re.compile(rb'"tool_use_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 
 _log = structlog.get_logger("otelhooks")
 
@@ -327,20 +327,8 @@ class _DaemonApp(_Served):
         await send_json(send, 200, _answer_body(response))
 
     def _unheard(self, raw: bytes, response: HookResponse) -> None:
-        """Say that ``response`` reached nobody: its hook client was gone before it (its CLI
-        killed it at the hook's timeout, and ran the tool, or an interrupt). The event's spans
-        say what the guards decided (a deny), not that the CLI never heard it."""
-        found = _TOOL_USE.search(raw, 0, 1 << 20)
-        self.on_drop(1, "client_gone")
-        _log.error(
-            "the bridge's answer reached nobody: the hook client stopped waiting before it (its "
-            "CLI's hook timeout, or an interrupt), and the CLI went on without it; give the hook "
-            "a timeout longer than its guards take",
-            hook_event=self.dialect.event_of(raw),
-            tool_use_id=found.group(1).decode("utf-8", "replace") if found else None,
-            exit_code=response.exit_code,
-            answer=response.stdout[:500],
-        )
+        """Say that ``response`` reached nobody (:func:`~._late_answers.unheard`)."""
+        unheard(self.on_drop, self.dialect.event_of(raw), tool_use_id_of(raw), response)
 
 
 def _build_within(

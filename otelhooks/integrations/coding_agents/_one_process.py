@@ -66,6 +66,8 @@ def answer_process(
     )
     previous = signal.signal(signal.SIGTERM, _end_hooks_then_die)
     asker, done, client = Asker(), threading.Event(), _client_pid()
+    if tell is not None:
+        deadline.waited_by(client, _client_log())
     if tell is not None and client is not None:
         threading.Thread(target=_watch_client, args=(asker, client, done), daemon=True).start()
     try:
@@ -89,6 +91,14 @@ def _client_pid() -> int | None:
         return int(os.environ.pop(CLIENT_PID_ENV, ""))
     except ValueError:
         return None
+
+
+def _client_log() -> str | None:
+    """Where to say that the answer reached nobody once the hook client is gone
+    (``$OTELHOOKS_BRIDGE_CLIENT_LOG``, the daemon's log), taken out of the environment."""
+    from otelhooks.integrations.claude_code.hook_client import CLIENT_LOG_ENV
+
+    return os.environ.pop(CLIENT_LOG_ENV, None) or None
 
 
 def _watch_client(asker: Asker, client: int, done: threading.Event) -> None:
@@ -206,6 +216,9 @@ class Deadline:
         self._dialect = dialect_named(options.dialect)
         self._event = self._dialect.event_of(raw)
         self._tell = tell
+        self._client: int | None = None  # the waiting hook client's pid, once known
+        self._log: str | None = None
+        self._gone = False
         self._timer = self._arm(max(0.0, self._due() - now))
         self._told()
 
@@ -242,12 +255,40 @@ class Deadline:
         wait = event_wait(self.answer_s, self.hooks, fixed=self._fixed, limit_s=self._limit)
         return max(wait, self._approval_s)  # install covers an approval's time apart
 
+    def waited_by(self, client: int | None, log: str | None) -> None:
+        """The hook client waiting for the answer (its pid) and where to say, once it is gone,
+        that the answer reached nobody (``log``, the daemon's log in the private socket
+        folder: the client's stderr, this process's, went with it)."""
+        self._client, self._log = client, log
+
+    def gone(self) -> bool:
+        """Whether the hook client waiting for the answer is gone: this process, its child,
+        was handed to another parent (its CLI killed it at the hook's timeout). From then on
+        this process's stderr is ``log``, where the daemon says the same of its answers."""
+        if self._client is None or os.getppid() == self._client:
+            return False
+        if not self._gone and self._log is not None:
+            try:
+                fd = os.open(
+                    self._log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600
+                )
+            except OSError:
+                pass  # nowhere to say it: the count stays
+            else:
+                sys.stderr.flush()
+                os.dup2(fd, 2)
+                os.close(fd)
+        self._gone = True
+        return True
+
     def answer(self, response: HookResponse) -> bool:
-        """Print ``response`` unless the late answer came first (then ``False``)."""
+        """Print ``response`` unless the late answer came first (then ``False``); nothing
+        when the hook client is gone (nobody reads it)."""
         if not self._answered.acquire(blocking=False):
             return False
         self._tell_client({"answered": response.exit_code})
-        _print(response, self._answer_to)
+        if not self.gone():
+            _print(response, self._answer_to)
         return True
 
     def cancel(self) -> None:
@@ -275,7 +316,12 @@ class Deadline:
             problem=f"no answer within {self.wait_s:g} s",
         )
         self._tell_client({"answered": late.exit_code})
-        _print(late, self._answer_to)
+        if self.gone():  # counted nowhere: the process ends here, its counts unexported
+            from otelhooks.integrations.coding_agents._late_answers import tool_use_id_of, unheard
+
+            unheard(None, self._event, tool_use_id_of(self.raw), late)
+        else:
+            _print(late, self._answer_to)
         sys.stderr.flush()
         from otelhooks.integrations.claude_code._daemon_probe import end_hooks_of
 

@@ -110,6 +110,10 @@ class AnswerClock(Protocol):
     def decided_by(self, hooks: Sequence[Any] | None) -> None:
         """The hooks that decide the event (their ``on_error`` shapes the late answer)."""
 
+    def gone(self) -> bool:
+        """Whether the hook client waiting for the answer is gone (its CLI killed it): the
+        answer reaches nobody."""
+
 
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes")
@@ -360,6 +364,16 @@ def _handle(
     response = HookResponse(1, stderr=f"otelhooks {dialect.name}: the bridge did not answer")
     try:
         response = bridge.handle(payload)
+        if deadline is not None and deadline.gone():  # said before the counts are exported
+            from otelhooks.integrations.coding_agents._late_answers import unheard
+
+            event, use = payload.get("hook_event_name"), payload.get("tool_use_id")
+            unheard(
+                bridge.engine.metrics.drop_counter("claude_code_hooks"),
+                event if isinstance(event, str) else None,
+                use if isinstance(use, str) else None,
+                response,
+            )
     finally:
         failed: list[str] = []
         try:
