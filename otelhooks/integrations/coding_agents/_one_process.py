@@ -4,6 +4,7 @@ reads, or, past its time, the late answer (:class:`Deadline`)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -69,7 +70,7 @@ def answer_process(
     if tell is not None:
         deadline.waited_by(client, _client_log())
     if tell is not None and client is not None:
-        threading.Thread(target=_watch_client, args=(asker, client, done), daemon=True).start()
+        threading.Thread(target=_watch_client, args=(asker, deadline, done), daemon=True).start()
     try:
         with asker.asking():
             response = _run_hook(raw, options, os.environ, deadline)
@@ -101,13 +102,14 @@ def _client_log() -> str | None:
     return os.environ.pop(CLIENT_LOG_ENV, None) or None
 
 
-def _watch_client(asker: Asker, client: int, done: threading.Event) -> None:
+def _watch_client(asker: Asker, deadline: Deadline, done: threading.Event) -> None:
     """Withdraw the approvals asked for the event once the hook client waiting for this process
     is gone (its CLI killed it at the hook's timeout: this process, its child, is handed to
     another parent), as the daemon does when the client closes its connection: nobody may
-    approve a call the CLI went on without."""
+    approve a call the CLI went on without. Said where :meth:`Deadline.gone` says it (the
+    client's stderr went with it)."""
     while not done.wait(_WATCH_S):
-        if os.getppid() != client:
+        if deadline.gone():
             if asker.gone():
                 _log.warning(
                     "the hook client stopped waiting before the answer (its CLI's hook timeout, "
@@ -219,6 +221,7 @@ class Deadline:
         self._client: int | None = None  # the waiting hook client's pid, once known
         self._log: str | None = None
         self._gone = False
+        self._going = threading.Lock()  # the main thread and the client's watcher both ask
         self._timer = self._arm(max(0.0, self._due() - now))
         self._told()
 
@@ -267,18 +270,19 @@ class Deadline:
         this process's stderr is ``log``, where the daemon says the same of its answers."""
         if self._client is None or os.getppid() == self._client:
             return False
-        if not self._gone and self._log is not None:
-            try:
-                fd = os.open(
-                    self._log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600
-                )
-            except OSError:
-                pass  # nowhere to say it: the count stays
-            else:
-                sys.stderr.flush()
-                os.dup2(fd, 2)
-                os.close(fd)
-        self._gone = True
+        with self._going:
+            if not self._gone and self._log is not None:
+                try:
+                    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                    fd = os.open(self._log, flags, 0o600)
+                except OSError:
+                    pass  # nowhere to say it: the count stays
+                else:
+                    with contextlib.suppress(OSError):  # what was for the client's stderr
+                        sys.stderr.flush()
+                    os.dup2(fd, 2)
+                    os.close(fd)
+            self._gone = True
         return True
 
     def answer(self, response: HookResponse) -> bool:
