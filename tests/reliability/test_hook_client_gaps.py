@@ -175,3 +175,19 @@ def test_a_deny_the_one_process_bridge_gives_after_the_cli_killed_the_client_is_
     assert "exit_code=0" in said  # Claude Code's deny: exit 0, the JSON on stdout
     assert "deny" in said
     assert "BrokenPipeError" not in log.read_text()
+
+
+def test_a_socket_folder_that_is_a_link_is_said(tmp_path: Path, runtime_dir: Path) -> None:
+    """``/tmp/otelhooks-UID`` made first by someone else as a link to a folder of theirs: the
+    folder is refused, and the client says why."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    real = runtime_dir / "real"
+    real.mkdir(mode=0o700)
+    link = runtime_dir / "link"
+    link.symlink_to(real)
+    answer = hook(client_env(tmp_path, link), bash("toolu_1", "rm -rf /"))
+    assert answer.deny_reason() == "rm -rf is not allowed here", answer.stderr
+    said = [line for line in answer.stderr.splitlines() if "socket folder" in line]
+    assert len(said) == 1, answer.stderr
+    assert "is a symbolic link" in said[0]
+    assert not list(real.glob("cc-*.sock"))

@@ -297,7 +297,9 @@ def _folder_problem(path: str) -> str | None:
         info = os.lstat(folder)
     except OSError as exc:
         return f"cannot be made or read ({exc.strerror})"
-    if not os.path.isdir(folder) or os.path.islink(folder):
+    if os.path.islink(folder):
+        return "is a symbolic link, which others may have made"
+    if not os.path.isdir(folder):
         return "is not a folder"
     if info.st_uid != os.getuid():
         return f"belongs to uid {info.st_uid}, not to this user (uid {os.getuid()})"
