@@ -360,6 +360,40 @@ def test_the_cli_waits_for_an_approval_longer_than_the_callbacks_timeout(
     assert (project / "harmless.txt").exists()
 
 
+@pytest.mark.parametrize("where", ["registered-later", "operation"])
+def test_an_approval_hooks_for_did_not_see_still_gets_the_longer_wait(
+    project: Path, tmp_path: Path, where: str
+) -> None:
+    # the approval is registered after hooks_for (or given to the operation the SDK runs in):
+    # the CLI was told hooks_for's 1 s, gave up on the approval (nobody answers; its default
+    # allow applies at 2 s) and refused the call. The wait is now read as the SDK starts the CLI
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    approval = {
+        "id": "ask-shell",
+        "type": "before_tool_call",
+        "matcher": "Bash",
+        "approval": {"timeout": 2, "default": "allow"},
+    }
+    oh = otelhooks.configure(otlp=False, set_global=False, structured_logging=False)
+    hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)
+    touch = ToolStep("toolu_ok", "Bash", {"command": "touch harmless.txt", "description": "t"})
+    try:
+        with serve_messages_api(MessagesApi([touch])) as url:
+            if where == "operation":
+                with oh.operation("app", hooks=[approval]):
+                    _run(project, tmp_path / "home", url, hooks)
+            else:
+                oh.register([approval])
+                _run(project, tmp_path / "home", url, hooks)
+    finally:
+        hooks.close()
+        oh.shutdown()
+    assert (project / "harmless.txt").exists()
+    assert [m.timeout for m in hooks["Notification"]] == [1]  # no approval holds it
+
+
 def test_a_guard_the_cli_gave_up_on_holds_back_no_other_event(tmp_path: Path) -> None:
     # the CLI stops waiting for a callback at its timeout and refuses the call; the guard went
     # on holding hooks_for's one thread, so every later event, of any session, timed out too

@@ -1,0 +1,56 @@
+"""The SDK's ``HookMatcher`` whose timeout follows the hooks registered when the SDK starts its
+CLI.
+
+The CLI waits for a callback as long as its matcher's ``timeout`` says, and the SDK reads that
+timeout once, as it starts the CLI (``query``, ``ClaudeSDKClient.connect``), not when
+``hooks_for`` is called. An ``approval:`` hook holds its call until a person answers: registered
+after ``hooks_for`` (``oh.register``), or given to the ``oh.operation(...)`` the SDK runs in, it
+still gets the CLI's longer wait, as one registered before does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from claude_agent_sdk import HookMatcher
+
+__all__ = ["WaitingMatcher"]
+
+
+class WaitingMatcher(HookMatcher):
+    """A ``HookMatcher`` whose ``timeout`` is ``wait()`` when read (at least a timeout set on
+    it); :attr:`given` is what the last reader, the SDK starting a CLI, was told.
+
+    Example:
+        >>> matcher = WaitingMatcher(matcher=None, hooks=[], wait=lambda: 75.0)
+        >>> matcher.timeout, matcher.given
+        (75.0, 75.0)
+    """
+
+    def __init__(
+        self,
+        *,
+        matcher: str | None,
+        hooks: list[Any],
+        wait: Callable[[], float],
+        on_failure: Any = None,
+    ) -> None:
+        self._wait = wait
+        self._floor: float | None = None
+        self.given: float | None = None
+        super().__init__(matcher=matcher, hooks=hooks, on_failure=on_failure)
+
+    @property
+    def timeout(self) -> float:
+        """How long the CLI waits for the callback: worked out now, from the hooks registered
+        by now (the SDK reads it as it starts the CLI)."""
+        wait = self._wait()
+        value = wait if self._floor is None else max(wait, self._floor)
+        self.given = value
+        return value
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        # the dataclass's __init__ sets it (None); a timeout set later is a floor
+        self._floor = value
