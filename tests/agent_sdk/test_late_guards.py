@@ -261,3 +261,95 @@ def test_an_operations_guard_runs_in_a_turn_and_is_refused_outside_one(tmp_path:
     assert "no-config" in outside["stopReason"]
     assert started == {}
     assert inside == {"decision": "block", "reason": "settings are frozen"}
+
+
+@pytest.mark.parametrize("connected", ["inside", "before"])
+def test_a_client_connected_before_the_operation_says_its_guards_do_not_see_it(
+    project: Path, tmp_path: Path, connected: str
+) -> None:
+    """A ``ClaudeSDKClient`` runs its callbacks in the context it was connected in: connected
+    before ``async with oh.operation(..., hooks=[guard])`` began, no turn runs inside the
+    operation and its guard never runs (the folder is deleted), silently before; now an
+    ``UndeliveredHookWarning`` names the operation's hooks and the fix. Connected inside it,
+    the guard denies."""
+    from otelhooks.integrations.claude_agent_sdk import UndeliveredHookWarning, hooks_for
+
+    sdk = _sdk()
+    home = tmp_path / "home"
+    home.mkdir()
+    oh = otelhooks.configure(otlp=False, set_global=False, structured_logging=False)
+    api = MessagesApi(_steps())
+
+    async def turn(client: Any) -> None:
+        await client.query("clean up")
+        async for _ in client.receive_response():
+            pass
+
+    async def main(hooks: Any, url: str) -> None:
+        env = {"ANTHROPIC_BASE_URL": url, **OFFLINE_ENV, "HOME": str(home)}
+        options = sdk.ClaudeAgentOptions(
+            cwd=str(project), env=env, hooks=hooks, permission_mode="bypassPermissions"
+        )
+        if connected == "inside":
+            async with oh.operation("app", hooks=GUARD), sdk.ClaudeSDKClient(options) as client:
+                await turn(client)
+        else:
+            async with sdk.ClaudeSDKClient(options) as client, oh.operation("app", hooks=GUARD):
+                await turn(client)
+
+    try:
+        with (
+            serve_messages_api(api) as url,
+            hooks_for(oh, state=tmp_path / "s.sqlite3") as hooks,
+            warnings.catch_warnings(record=True) as caught,
+        ):
+            warnings.simplefilter("always", UndeliveredHookWarning)
+            asyncio.run(asyncio.wait_for(main(hooks, url), 90))
+    finally:
+        oh.shutdown()
+    told = [str(w.message) for w in caught if issubclass(w.category, UndeliveredHookWarning)]
+    if connected == "inside":
+        assert (project / "victim" / "keep.txt").read_text() == "precious"
+        assert told == []
+    else:  # not prevented: which operation the SDK serves cannot be told; said, not silent
+        assert len(told) == 1
+        assert "outside the operation" in told[0]
+        assert "no-rm" in told[0]
+
+
+def test_an_operations_hooks_hear_a_call_that_ends_after_its_turns_stop(tmp_path: Path) -> None:
+    """The callbacks called as the CLI calls them for a background sub-agent: its call starts in
+    the turn and ends after the turn's ``Stop``. The turn's scope (the operation's hooks) is
+    kept until that call ends, so the operation's observer hears it; before, the scope went
+    with ``Stop`` and the end reached only the global hooks."""
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    ended: list[str] = []
+    heard = {
+        "id": "heard",
+        "type": "after_tool_call",
+        "handler": lambda e: ended.append(e.toolName),
+    }
+    oh = otelhooks.configure(otlp=False, set_global=False, structured_logging=False)
+    call = {"session_id": "s-1", "tool_name": "Bash", "tool_input": {"command": "ls"}}
+
+    async def main(hooks: Any) -> None:
+        def callback(event: str) -> Any:
+            return hooks[event][0].hooks[0]
+
+        async with oh.operation("app", hooks=[heard]):
+            await callback("UserPromptSubmit")({"session_id": "s-1", "prompt": "go"}, None, None)
+            await callback("PreToolUse")(dict(call), "toolu_bg", None)
+            await callback("Stop")({"session_id": "s-1", "stop_hook_active": False}, None, None)
+            done = {**call, "tool_response": {"stdout": "a.txt"}}
+            await callback("PostToolUse")(done, "toolu_bg", None)
+
+    try:
+        with hooks_for(oh, state=tmp_path / "s.sqlite3") as hooks:
+            asyncio.run(main(hooks))
+        oh.engine.flush_observers()
+        left = oh.engine.registry.has_any()
+    finally:
+        oh.shutdown()
+    assert ended == ["Bash"]
+    assert not left, "the turn's scope outlived its last call"

@@ -236,12 +236,19 @@ def hooks_for(
             run, on such an event or on no Claude Code event at all, is named in an
             ``UndeliveredHookWarning``.
 
-    The same rule holds for the hooks ``oh`` is given after this call, and for the hooks of
-    an ``oh.operation(..., hooks=[...])`` the SDK runs inside (which ``hooks_for`` never runs:
-    each of the SDK's turns is an operation of its own): the first callback that finds a guard
-    among them that would never run refuses its event (a tool call denied, a prompt blocked)
-    and stops the run (``continue: false``), with the reason in the SDK's stream, unless
-    ``accept_undelivered``; every such hook is named once in an ``UndeliveredHookWarning``.
+    The hooks of an ``oh.operation(..., hooks=[...])`` the SDK is started in (``query``, or
+    ``ClaudeSDKClient.connect``, inside its ``with``) run on every event of the SDK's turns:
+    each turn is an operation of its own, run within the application's. A callback that runs in
+    no operation while one with hooks of its own is open (a client connected before it began)
+    names that operation's hooks in an ``UndeliveredHookWarning``: they do not see the session.
+
+    The same rule holds for the hooks ``oh`` is given after this call, for those of the
+    operation and for those registered for a turn's own operation id: the first callback that
+    finds a guard among them that would never run (on an event the SDK never calls back for;
+    the operation's on an event sent outside any turn) refuses its event (a tool call denied, a
+    prompt blocked) and stops the run (``continue: false``), with the reason in the SDK's
+    stream, unless ``accept_undelivered``; every such hook is named once in an
+    ``UndeliveredHookWarning``.
 
     A call the CLI ran with no guard of these callbacks asked (``PreToolUse`` replaced in
     ``ClaudeAgentOptions.hooks``), or with arguments changed after they judged it
@@ -306,6 +313,8 @@ def hooks_for(
         turn = sessions.peek_operation(str(payload.get("session_id") or "unknown-session"))
         scopes = tuple(s for s in (outer, turn.operation_id if turn else None) if s is not None)
         refused = delivery.refusal(scopes)
+        if outer is None:  # an operation the SDK should run in may be open where it cannot see
+            delivery.unseen(sessions.scopes())
         name = payload["hook_event_name"]
         if refused is None and outer is not None and turn is None and name not in _IN_TURN:
             refused = delivery.outside_turn(name, outer)

@@ -41,7 +41,9 @@ class TurnSessions(ServerSessions):
     the application's hooks in it).
 
     A turn's scope is let go once the event that ended it is answered (:meth:`release_ended`: its
-    ``on_complete`` and ``on_error`` observers are matched by then), or at :meth:`close`.
+    ``on_complete`` and ``on_error`` observers are matched by then) and every tool call started
+    in it has ended (a background sub-agent's call may end after the turn's ``Stop``), or at
+    :meth:`close`.
 
     Example:
         >>> from otelhooks._engine import HooksEngine
@@ -58,8 +60,10 @@ class TurnSessions(ServerSessions):
         self._scopes_engine = engine
         self._scopes_lock = threading.Lock()
         self._turn_scopes: set[str] = set()  # turns whose scope the registry holds
-        # of those, the turns that ended: released once the event is answered
+        # of those, the turns that ended: released once the event is answered and their calls
+        # ended (a background sub-agent's call may end after its turn's Stop)
         self._turns_ended: set[str] = set()
+        self._turn_calls: dict[str, set[tuple[str, str]]] = {}  # a turn's calls not ended yet
 
     def _enter(self, turn_id: str) -> None:
         outer = enclosing_operation()
@@ -79,11 +83,19 @@ class TurnSessions(ServerSessions):
                 if op.operation_id in self._turn_scopes:
                     self._turns_ended.add(op.operation_id)
 
+    def scopes(self) -> set[str]:
+        """The turns whose scope the registry holds now."""
+        with self._scopes_lock:
+            return set(self._turn_scopes)
+
     def release_ended(self) -> None:
         """Let go of the scopes of the turns that ended (called once an event is answered)."""
         with self._scopes_lock:
-            ended, self._turns_ended = self._turns_ended, set()
+            ended = {t for t in self._turns_ended if not self._turn_calls.get(t)}
+            self._turns_ended -= ended
             self._turn_scopes -= ended
+            for turn_id in ended:
+                self._turn_calls.pop(turn_id, None)
         for turn_id in ended:
             self._scopes_engine.registry.unregister(turn_id)
 
@@ -120,7 +132,24 @@ class TurnSessions(ServerSessions):
             session_id, tool_use_id, tool_name, tool_input, counted=counted, attributes=attributes
         )
         self._enter(tool.operation_id)  # a turn opened by its first tool call
+        with self._scopes_lock:
+            if tool.operation_id in self._turn_scopes:
+                calls = self._turn_calls.setdefault(tool.operation_id, set())
+                calls.add((session_id, tool_use_id))
         return tool
+
+    def end_tool(self, session_id: str, tool_use_id: str) -> OpenTool | None:
+        tool = super().end_tool(session_id, tool_use_id)
+        if tool is not None:
+            self._ended_calls([tool])
+        return tool
+
+    def _ended_calls(self, tools: list[OpenTool]) -> None:
+        with self._scopes_lock:
+            for tool in tools:
+                calls = self._turn_calls.get(tool.operation_id)
+                if calls is not None:
+                    calls.discard((tool.session_id, tool.tool_use_id))
 
     def end_operation(self, session_id: str) -> OpenOperation | None:
         ended = super().end_operation(session_id)
@@ -129,6 +158,7 @@ class TurnSessions(ServerSessions):
 
     def end_session(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:
         op, tools = super().end_session(session_id)
+        self._ended_calls(tools)
         self._leave(op)
         return op, tools
 
@@ -136,5 +166,6 @@ class TurnSessions(ServerSessions):
         """Let go of every turn's scope, then close the session file."""
         with self._scopes_lock:
             self._turns_ended |= self._turn_scopes
+            self._turn_calls.clear()
         self.release_ended()
         super().close()

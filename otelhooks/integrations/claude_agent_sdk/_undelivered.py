@@ -175,6 +175,7 @@ class DeliveryCheck:
         self._warned: set[tuple[str | None, str]] = set()
         # what was found for (registry version, scopes): hooks change rarely
         self._last: tuple[tuple[int, tuple[str, ...]], str | None] | None = None
+        self._unseen_at = -1  # the registry version unseen() last looked at
 
     def start(self) -> None:
         """The check of ``hooks_for`` itself: raises ``ValueError`` for a guard that would never
@@ -275,3 +276,33 @@ class DeliveryCheck:
             f"run on {event} sent outside any turn: {_named(guards)}. Register them with "
             "oh.register or configure(hooks=...) to run on every event"
         )
+
+    def unseen(self, known: Iterable[str]) -> None:
+        """For a callback that runs in no operation: warn (an :class:`UndeliveredHookWarning`,
+        once per operation) of each operation with hooks of its own but ``known`` (the turns'
+        scopes ``hooks_for`` made). The SDK's callbacks run in the context where its CLI was
+        started: a ``ClaudeSDKClient`` connected before ``async with oh.operation(...,
+        hooks=[guard])`` began runs every turn outside it, and the guard never runs. Which
+        operation the SDK serves cannot be told from here (another runtime's run may be open
+        too), so this warns and does not refuse."""
+        version = self._registry.version
+        if version == self._unseen_at:
+            return
+        self._unseen_at = version
+        skip = set(known)
+        for scope in self._registry.operation_ids():
+            if scope in skip or ("unseen", scope) in self._warned:
+                continue
+            hooks = [h for h in self._registry.hooks(operation_id=scope) if h.mode != "disabled"]
+            if not hooks:
+                continue
+            self._warned.add(("unseen", scope))
+            warnings.warn(
+                f"hooks_for: the Claude Agent SDK's callbacks run outside the operation {scope}, "
+                f"so its hooks do not see this SDK session: {', '.join(h.id for h in hooks)}. "
+                "Start the SDK inside it (query(...), or ClaudeSDKClient.connect() / async with "
+                "ClaudeSDKClient(...), within the operation's with), or register them with "
+                "oh.register",
+                UndeliveredHookWarning,
+                stacklevel=2,
+            )
