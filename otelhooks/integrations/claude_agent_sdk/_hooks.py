@@ -314,7 +314,7 @@ def hooks_for(
         scopes = tuple(s for s in (outer, turn.operation_id if turn else None) if s is not None)
         refused = delivery.refusal(scopes)
         if outer is None:  # an operation the SDK should run in may be open where it cannot see
-            delivery.unseen(sessions.scopes())
+            delivery.unseen(sessions.turn_ids)
         name = payload["hook_event_name"]
         if refused is None and outer is not None and turn is None and name not in _IN_TURN:
             refused = delivery.outside_turn(name, outer)

@@ -83,10 +83,12 @@ class TurnSessions(ServerSessions):
                 if op.operation_id in self._turn_scopes:
                     self._turns_ended.add(op.operation_id)
 
-    def scopes(self) -> set[str]:
-        """The turns whose scope the registry holds now."""
+    def turn_ids(self) -> set[str]:
+        """The operation ids of the turns open now and of those whose scope the registry still
+        holds: the operations the bridge dispatches events with."""
+        rows = self._run(lambda db: db.execute("SELECT operation_id FROM operations").fetchall())
         with self._scopes_lock:
-            return set(self._turn_scopes)
+            return {str(row[0]) for row in rows} | self._turn_scopes
 
     def release_ended(self) -> None:
         """Let go of the scopes of the turns that ended (called once an event is answered)."""

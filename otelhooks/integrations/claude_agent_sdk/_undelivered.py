@@ -12,7 +12,7 @@ among them (or warns).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
@@ -277,21 +277,23 @@ class DeliveryCheck:
             "oh.register or configure(hooks=...) to run on every event"
         )
 
-    def unseen(self, known: Iterable[str]) -> None:
+    def unseen(self, known: Callable[[], Iterable[str]]) -> None:
         """For a callback that runs in no operation: warn (an :class:`UndeliveredHookWarning`,
-        once per operation) of each operation with hooks of its own but ``known`` (the turns'
-        scopes ``hooks_for`` made). The SDK's callbacks run in the context where its CLI was
-        started: a ``ClaudeSDKClient`` connected before ``async with oh.operation(...,
-        hooks=[guard])`` began runs every turn outside it, and the guard never runs. Which
+        once per operation) of each operation with hooks of its own but those ``known()`` names
+        (the bridge's turns, whose events carry their ids). The SDK's callbacks run in the
+        context where its CLI was started: a ``ClaudeSDKClient`` connected before ``async with
+        oh.operation(..., hooks=[guard])`` began runs every turn outside it, and the guard
+        never runs. Which
         operation the SDK serves cannot be told from here (another runtime's run may be open
         too), so this warns and does not refuse."""
         version = self._registry.version
         if version == self._unseen_at:
             return
         self._unseen_at = version
-        skip = set(known)
-        for scope in self._registry.operation_ids():
-            if scope in skip or ("unseen", scope) in self._warned:
+        scopes = [s for s in self._registry.operation_ids() if ("unseen", s) not in self._warned]
+        skip = set(known()) if scopes else set()
+        for scope in scopes:
+            if scope in skip:
                 continue
             hooks = [h for h in self._registry.hooks(operation_id=scope) if h.mode != "disabled"]
             if not hooks:
