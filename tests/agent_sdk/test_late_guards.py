@@ -263,7 +263,7 @@ def test_an_operations_guard_runs_in_a_turn_and_is_refused_outside_one(tmp_path:
     assert inside == {"decision": "block", "reason": "settings are frozen"}
 
 
-@pytest.mark.parametrize("connected", ["inside", "before"])
+@pytest.mark.parametrize("connected", ["inside", "before", "used-after"])
 def test_a_client_connected_before_the_operation_says_its_guards_do_not_see_it(
     project: Path, tmp_path: Path, connected: str
 ) -> None:
@@ -271,7 +271,8 @@ def test_a_client_connected_before_the_operation_says_its_guards_do_not_see_it(
     before ``async with oh.operation(..., hooks=[guard])`` began, no turn runs inside the
     operation and its guard never runs (the folder is deleted), silently before; now an
     ``UndeliveredHookWarning`` names the operation's hooks and the fix. Connected inside it,
-    the guard denies."""
+    the guard denies; used after the operation ended, its hooks (gone with it) do not see the
+    next turn, which a warning says too."""
     from otelhooks.integrations.claude_agent_sdk import UndeliveredHookWarning, hooks_for
 
     sdk = _sdk()
@@ -293,6 +294,15 @@ def test_a_client_connected_before_the_operation_says_its_guards_do_not_see_it(
         if connected == "inside":
             async with oh.operation("app", hooks=GUARD), sdk.ClaudeSDKClient(options) as client:
                 await turn(client)
+        elif connected == "used-after":  # connected inside the operation, used after it ended
+            client = sdk.ClaudeSDKClient(options)
+            async with oh.operation("app", hooks=GUARD):
+                await client.connect()
+                await turn(client)
+            try:
+                await turn(client)
+            finally:
+                await client.disconnect()
         else:
             async with sdk.ClaudeSDKClient(options) as client, oh.operation("app", hooks=GUARD):
                 await turn(client)
@@ -311,6 +321,11 @@ def test_a_client_connected_before_the_operation_says_its_guards_do_not_see_it(
     if connected == "inside":
         assert (project / "victim" / "keep.txt").read_text() == "precious"
         assert told == []
+    elif connected == "used-after":  # its hooks ended with it: the second turn is not seen
+        assert (project / "victim" / "keep.txt").read_text() == "precious"
+        assert len(told) == 1
+        assert "has ended" in told[0]
+        assert "no-rm" in told[0]
     else:  # not prevented: which operation the SDK serves cannot be told; said, not silent
         assert len(told) == 1
         assert "outside the operation" in told[0]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
+from otelhooks._instrument._current import current_operation
 from otelhooks.integrations.claude_agent_sdk._turn_scopes import TurnSessions, enclosing_operation
 from otelhooks.integrations.claude_agent_sdk._undelivered import (
     DeliveryCheck,
@@ -315,6 +316,8 @@ def hooks_for(
         refused = delivery.refusal(scopes)
         if outer is None:  # an operation the SDK should run in may be open where it cannot see
             delivery.unseen(sessions.turn_ids)
+        elif not oh.engine.registry.has_own(outer):  # ended, or given no hooks
+            delivery.ended(current_operation())
         name = payload["hook_event_name"]
         if refused is None and outer is not None and turn is None and name not in _IN_TURN:
             refused = delivery.outside_turn(name, outer)

@@ -308,3 +308,26 @@ class DeliveryCheck:
                 UndeliveredHookWarning,
                 stacklevel=2,
             )
+
+    def ended(self, operation: Any) -> None:
+        """For a callback that runs in ``operation`` (an :class:`~otelhooks.Operation`) after it
+        ended: warn (once per operation) when it was given hooks. They ended with it, so they do
+        not see the SDK session (a ``ClaudeSDKClient`` connected inside the operation and used
+        after its ``with``)."""
+        key = ("ended", str(operation.operation_id))
+        given = [
+            h.get("id", "?") if isinstance(h, dict) else getattr(h, "id", "?")
+            for h in operation._hooks
+        ]
+        if not given or key in self._warned:
+            return
+        self._warned.add(key)
+        warnings.warn(
+            f"hooks_for: the Claude Agent SDK's callbacks run in the operation "
+            f"{operation.operation_id}, which has ended: the hooks it was given do not see this "
+            f"SDK session: {', '.join(map(str, given))}. Use the SDK inside the operation's "
+            "with (connect the client, and close it, within it), or register them with "
+            "oh.register",
+            UndeliveredHookWarning,
+            stacklevel=2,
+        )
