@@ -39,7 +39,9 @@ class WaitingMatcher(HookMatcher):
         self._wait = wait
         self._floor: float | None = None
         self.given: float | None = None
-        super().__init__(matcher=matcher, hooks=hooks, on_failure=on_failure)
+        # on_failure only when asked: a HookMatcher before claude-agent-sdk 0.2.177 has none
+        more = {"on_failure": on_failure} if on_failure is not None else {}
+        super().__init__(matcher=matcher, hooks=hooks, **more)
 
     @property
     def timeout(self) -> float:
