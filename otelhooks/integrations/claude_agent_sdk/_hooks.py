@@ -311,12 +311,17 @@ def hooks_for(
         # the hooks this event meets: the global ones, the application's operation's and the
         # open turn's (read on this thread: the event loop never waits for the session file)
         outer = enclosing_operation()
-        turn = sessions.peek_operation(str(payload.get("session_id") or "unknown-session"))
+        registry = oh.engine.registry
+        # the turn is read only when an operation has hooks of its own: with none (the common
+        # case), no scope of a turn can hold any
+        scoped = outer is not None or registry.operation_ids()
+        session = str(payload.get("session_id") or "unknown-session")
+        turn = sessions.peek_operation(session) if scoped else None
         scopes = tuple(s for s in (outer, turn.operation_id if turn else None) if s is not None)
         refused = delivery.refusal(scopes)
         if outer is None:  # an operation the SDK should run in may be open where it cannot see
             delivery.unseen(sessions.turn_ids)
-        elif not oh.engine.registry.has_own(outer):  # ended, or given no hooks
+        elif not registry.has_own(outer):  # ended, or given no hooks
             delivery.ended(current_operation())
         name = payload["hook_event_name"]
         if refused is None and outer is not None and turn is None and name not in _IN_TURN:
