@@ -380,7 +380,10 @@ def hooks_for(
         async def answer(input_data: Any, tool_use_id: str | None) -> Any:
             # what the CLI was told as the SDK started it (hooks registered since count from
             # the next start); answered before it stops waiting, with a refusal that says why
-            given = matchers[event].given
+            matcher = matchers[event]
+            given = matcher.told_here()
+            if given is None:  # the SDK read it elsewhere: the last start's
+                given = matcher.given
             wait_s = given if given is not None else wait_of(event)
             answer_s = wait_s - min(1.0, wait_s / 4)
             # the CLI's JSON may hold lone surrogates (\ud800 escapes): no file or span takes them

@@ -11,16 +11,24 @@ still gets the CLI's longer wait, as one registered before does.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from claude_agent_sdk import HookMatcher
 
 __all__ = ["WaitingMatcher"]
 
+# What each matcher (by id) told the SDK where it read the timeout: the SDK reads it as it starts
+# a CLI, in the task that then starts the tasks calling that CLI's callbacks, which copy this
+# context. Two CLIs started with other hooks registered (one in an operation with an approval,
+# one not) are each answered by their own wait, not by the last one started.
+_TOLD: ContextVar[dict[int, float]] = ContextVar("otelhooks_sdk_waits")
+
 
 class WaitingMatcher(HookMatcher):
     """A ``HookMatcher`` whose ``timeout`` is ``wait()`` when read (at least a timeout set on
-    it); :attr:`given` is what the last reader, the SDK starting a CLI, was told.
+    it); :meth:`told_here` is what the SDK was told in the current context (the CLI it started
+    there), :attr:`given` what the last reader was told.
 
     Example:
         >>> matcher = WaitingMatcher(matcher=None, hooks=[], wait=lambda: 75.0)
@@ -50,7 +58,13 @@ class WaitingMatcher(HookMatcher):
         wait = self._wait()
         value = wait if self._floor is None else max(wait, self._floor)
         self.given = value
+        _TOLD.set({**_TOLD.get({}), id(self): value})
         return value
+
+    def told_here(self) -> float | None:
+        """What the CLI whose callback runs in this context was told (``None``: read in
+        another context, so not known here)."""
+        return _TOLD.get({}).get(id(self))
 
     @timeout.setter
     def timeout(self, value: float | None) -> None:
