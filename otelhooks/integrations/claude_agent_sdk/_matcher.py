@@ -61,12 +61,12 @@ class WaitingMatcher(HookMatcher):
         _TOLD.set({**_TOLD.get({}), id(self): value})
         return value
 
-    def told_here(self) -> float | None:
-        """What the CLI whose callback runs in this context was told (``None``: read in
-        another context, so not known here)."""
-        return _TOLD.get({}).get(id(self))
-
     @timeout.setter
     def timeout(self, value: float | None) -> None:
         # the dataclass's __init__ sets it (None); a timeout set later is a floor
         self._floor = value
+
+    def told_here(self) -> float | None:
+        """What the CLI whose callback runs in this context was told (``None``: read in
+        another context, so not known here)."""
+        return _TOLD.get({}).get(id(self))
