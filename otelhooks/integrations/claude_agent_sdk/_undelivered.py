@@ -40,7 +40,9 @@ class UndeliveredHookWarning(UserWarning):
     """A hook given to ``hooks_for`` (or to its engine later, or to the ``oh.operation(...)``
     the SDK runs in, or to one of its turns' operations) is on an event the Claude Agent SDK
     never calls back for (``SessionStart``, ``SessionEnd``, ``InstructionsLoaded``, ...), or on
-    no Claude Code event at all: it will never run under the SDK.
+    no Claude Code event at all: it will never run under the SDK. Also: the hooks of an
+    operation the SDK's callbacks do not run in (a ``ClaudeSDKClient`` connected before it
+    began) or that has ended, which do not see the SDK's session.
 
     Turn it into an error to refuse such engines: ``warnings.simplefilter("error",
     UndeliveredHookWarning)``.
