@@ -138,6 +138,12 @@ class HookRegistry:
         """Whether ``operation_id`` has hooks registered for it alone."""
         return operation_id in self._ops
 
+    def operation_ids(self) -> list[str]:
+        """The operations that have hooks registered for them alone (open ones: an operation's
+        hooks are removed when it ends)."""
+        with self._lock:
+            return list(self._ops)
+
     def may_match(self, event: str, values: tuple[str, ...] | None = None) -> list[Hook]:
         """Every hook that could match ``event`` in any operation: the global hooks whose
         matcher accepts one of ``values`` (all of the event's, whatever their matcher, when

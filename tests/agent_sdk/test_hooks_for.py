@@ -10,6 +10,7 @@ both ``execute_tool Bash`` spans, exported through ``oh``'s own span pipeline.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -356,6 +357,86 @@ def test_the_cli_waits_for_an_approval_longer_than_the_callbacks_timeout(
         with serve_messages_api(MessagesApi([touch])) as url:
             _run(project, tmp_path / "home", url, hooks)
     finally:
+        oh.shutdown()
+    assert (project / "harmless.txt").exists()
+
+
+@pytest.mark.parametrize("where", ["registered-later", "operation"])
+def test_an_approval_hooks_for_did_not_see_still_gets_the_longer_wait(
+    project: Path, tmp_path: Path, where: str
+) -> None:
+    # the approval is registered after hooks_for (or given to the operation the SDK runs in):
+    # the CLI was told hooks_for's 1 s, gave up on the approval (nobody answers; its default
+    # allow applies at 2 s) and refused the call. The wait is now read as the SDK starts the CLI
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    approval = {
+        "id": "ask-shell",
+        "type": "before_tool_call",
+        "matcher": "Bash",
+        "approval": {"timeout": 2, "default": "allow"},
+    }
+    oh = otelhooks.configure(otlp=False, set_global=False, structured_logging=False)
+    hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)
+    touch = ToolStep("toolu_ok", "Bash", {"command": "touch harmless.txt", "description": "t"})
+    try:
+        with serve_messages_api(MessagesApi([touch])) as url:
+            if where == "operation":
+                with oh.operation("app", hooks=[approval]):
+                    _run(project, tmp_path / "home", url, hooks)
+            else:
+                oh.register([approval])
+                _run(project, tmp_path / "home", url, hooks)
+    finally:
+        hooks.close()
+        oh.shutdown()
+    assert (project / "harmless.txt").exists()
+    assert [m.timeout for m in hooks["Notification"]] == [1]  # no approval holds it
+
+
+def test_each_cli_is_answered_by_the_wait_it_was_told(project: Path, tmp_path: Path) -> None:
+    # one hooks_for, two clients: the first connected in an operation with an approval (told
+    # 17 s), the second in a context of its own (told hooks_for's 1 s) before the first is
+    # asked anything.
+    # Answered by the last wait told, the first client's approval was cut at 0.75 s and its call
+    # refused; each callback now keeps to the wait its own CLI was told
+    sdk = _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    approval = {
+        "id": "ask-shell",
+        "type": "before_tool_call",
+        "matcher": "Bash",
+        "approval": {"timeout": 2, "default": "allow"},
+    }
+    oh = otelhooks.configure(otlp=False, set_global=False, structured_logging=False)
+    hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)
+    touch = ToolStep("toolu_ok", "Bash", {"command": "touch harmless.txt", "description": "t"})
+    home = tmp_path / "home"
+    home.mkdir()
+
+    async def main(url: str) -> None:
+        env = {"ANTHROPIC_BASE_URL": url, **OFFLINE_ENV, "HOME": str(home)}
+        options = sdk.ClaudeAgentOptions(
+            cwd=str(project), env=env, hooks=hooks, permission_mode="bypassPermissions"
+        )
+
+        async def second() -> None:
+            async with sdk.ClaudeSDKClient(options):  # told 1 s: no operation, no approval
+                pass
+
+        async with oh.operation("app", hooks=[approval]), sdk.ClaudeSDKClient(options) as first:
+            await asyncio.create_task(second(), context=contextvars.Context())
+            await first.query("touch it")
+            async for _ in first.receive_response():
+                pass
+
+    try:
+        with serve_messages_api(MessagesApi([touch])) as url:
+            asyncio.run(asyncio.wait_for(main(url), 90))
+    finally:
+        hooks.close()
         oh.shutdown()
     assert (project / "harmless.txt").exists()
 

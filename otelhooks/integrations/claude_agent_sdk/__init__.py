@@ -10,11 +10,11 @@ The SDK never calls back for some events (``SessionStart`` at startup, ``Session
 ``InstructionsLoaded``: :data:`UNDELIVERED_EVENTS`): ``hooks_for`` refuses a guard on one
 (``accept_undelivered=True`` runs without it) and names every hook that would never run in an
 :class:`UndeliveredHookWarning`; each callback applies the same rule to the hooks ``oh`` is given
-later and to those of an ``oh.operation(hooks=...)`` the SDK runs in (which never run: each of
-the SDK's turns is an operation of its own), refusing its event and stopping the run. With no
-``SessionEnd``, close what ``hooks_for`` returned (or
-use it in ``with``) when the application is done with its sessions, so the calls the CLI refused
-after ``PreToolUse`` are recorded too.
+later, refusing its event and stopping the run. The hooks of an ``oh.operation(hooks=...)`` the
+SDK is started in run on every event of its turns (each turn is an operation of its own, run
+within the application's). With no ``SessionEnd``, close what ``hooks_for`` returned (or use it
+in ``with``) when the application is done with its sessions, so the calls the CLI refused after
+``PreToolUse`` are recorded too.
 
 Example:
     >>> import otelhooks

@@ -16,6 +16,7 @@ import structlog
 
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._instrument._current import current_operation
+from otelhooks.integrations.claude_agent_sdk._turn_scopes import TurnSessions, enclosing_operation
 from otelhooks.integrations.claude_agent_sdk._undelivered import (
     DeliveryCheck,
     undelivered_events,
@@ -37,7 +38,6 @@ from otelhooks.integrations.coding_agents._input import (
     whole_characters,
 )
 from otelhooks.integrations.coding_agents._run import BridgeOptions, _refusal, late_refusal
-from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._spans import SpanWriter
 
 if TYPE_CHECKING:
@@ -94,6 +94,11 @@ SDK_EVENTS: tuple[str, ...] = (
 UNDELIVERED_EVENTS: tuple[str, ...] = undelivered_events(SDK_EVENTS)
 _TOOL_EVENTS = frozenset(
     {"PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure"}
+)
+# dispatched in a turn whatever the session file holds: a prompt opens one, a tool call's start
+# opens one if none is open, and its end or denial is dispatched in the turn its start was in
+_IN_TURN = frozenset(
+    {"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"}
 )
 # answered with hookSpecificOutput.permissionDecision, a deny keeps the command from running
 _DENIABLE = frozenset({"PreToolUse", SKILL_COMMAND})
@@ -157,6 +162,10 @@ def refusal_output(event: str, reason: str, payload: dict[str, Any]) -> dict[str
     return output
 
 
+class _Refused(Exception):
+    """A callback's event meets a guard that would never run (:class:`DeliveryCheck`)."""
+
+
 class SdkHooks(dict[str, list["HookMatcher"]]):
     """What :func:`hooks_for` returns: the ``hooks`` of ``ClaudeAgentOptions`` (a plain
     ``{event: [HookMatcher]}`` mapping) and :meth:`close`, which ends its sessions.
@@ -201,9 +210,13 @@ def hooks_for(
             processors export the spans (``oh.shutdown()`` flushes them).
         state: the bridge's session file (a fresh temporary one when omitted).
         timeout_s: how long the SDK waits for one callback; on the events an ``approval:``
-            hook of ``oh`` (registered by now) may hold (``PreToolUse``, ``PermissionRequest``,
-            ``UserPromptSubmit``), at least the longest approval's timeout and 15 s more, as
-            ``install`` writes it (the CLI refuses a call whose callback it stopped waiting for).
+            hook may hold (``PreToolUse``, ``PermissionRequest``, ``UserPromptSubmit``), at
+            least the longest approval's timeout and 15 s more, as ``install`` writes it (the
+            CLI refuses a call whose callback it stopped waiting for). The approvals counted
+            are those of ``oh`` and of the ``oh.operation(...)`` the SDK runs in when the SDK
+            starts its CLI (``query``, ``ClaudeSDKClient.connect``): one registered after
+            ``hooks_for`` counts from the next start; one registered while a CLI runs is
+            refused at its deadline there, with the reason.
         fail_closed: when the callback fails on a ``PreToolUse`` or a skill's inline shell
             command (``PreSkillShellCommand``), in the bridge or before it, deny it (as the
             command bridge's ``--fail-closed``). Otherwise the failure is logged and the
@@ -224,12 +237,19 @@ def hooks_for(
             run, on such an event or on no Claude Code event at all, is named in an
             ``UndeliveredHookWarning``.
 
-    The same rule holds for the hooks ``oh`` is given after this call, and for the hooks of
-    an ``oh.operation(..., hooks=[...])`` the SDK runs inside (which ``hooks_for`` never runs:
-    each of the SDK's turns is an operation of its own): the first callback that finds a guard
-    among them that would never run refuses its event (a tool call denied, a prompt blocked)
-    and stops the run (``continue: false``), with the reason in the SDK's stream, unless
-    ``accept_undelivered``; every such hook is named once in an ``UndeliveredHookWarning``.
+    The hooks of an ``oh.operation(..., hooks=[...])`` the SDK is started in (``query``, or
+    ``ClaudeSDKClient.connect``, inside its ``with``) run on every event of the SDK's turns:
+    each turn is an operation of its own, run within the application's. A callback that runs in
+    no operation while one with hooks of its own is open (a client connected before it began)
+    names that operation's hooks in an ``UndeliveredHookWarning``: they do not see the session.
+
+    The same rule holds for the hooks ``oh`` is given after this call, for those of the
+    operation and for those registered for a turn's own operation id: the first callback that
+    finds a guard among them that would never run (on an event the SDK never calls back for;
+    the operation's on an event sent outside any turn) refuses its event (a tool call denied, a
+    prompt blocked) and stops the run (``continue: false``), with the reason in the SDK's
+    stream, unless ``accept_undelivered``; every such hook is named once in an
+    ``UndeliveredHookWarning``.
 
     A call the CLI ran with no guard of these callbacks asked (``PreToolUse`` replaced in
     ``ClaudeAgentOptions.hooks``), or with arguments changed after they judged it
@@ -243,7 +263,7 @@ def hooks_for(
         ``{event: [HookMatcher(matcher=..., hooks=[callback])]}`` for every event of
         :data:`SDK_EVENTS`, whose :meth:`SdkHooks.close` (or ``with``) ends its sessions.
     """
-    from claude_agent_sdk import HookMatcher
+    from otelhooks.integrations.claude_agent_sdk._matcher import WaitingMatcher
 
     # before anything is made: a guard that can never run is refused, not left to look in force;
     # a hook the engine is given later is judged by the same rule at each callback
@@ -251,7 +271,8 @@ def hooks_for(
     delivery.start()
     folder = Path(tempfile.mkdtemp()) if state is None else None
     path = Path(state) if state is not None else Path(str(folder)) / "sessions.sqlite3"
-    sessions = ServerSessions(path)
+    # each turn's operation runs within the application's operation the SDK runs in
+    sessions = TurnSessions(path, oh.engine)
     writer = SpanWriter((), oh.tracer_provider.resource)
     for processor in oh.exporters:
         # the same processors as oh's own spans: one pipeline, flushed by oh.shutdown()
@@ -272,12 +293,41 @@ def hooks_for(
     # what a late answer's reason says of the mode
     refusing = BridgeOptions(fail_closed=True, name=AGENT)
     told = BridgeOptions(fail_closed=fail_closed, name=AGENT)
-    # an approval holds the call until a person answers: a CLI that gave up first refused the
-    # call, whatever the person then answered
-    approvals = longest_approval_of(oh.engine.registry.hooks())
-    approval_s = max(timeout_s, covering_timeout(approvals)) if approvals else timeout_s
+
+    def wait_of(event: str) -> float:
+        """How long the CLI is to wait for ``event``'s callback, by the hooks registered now: an
+        approval holds the call until a person answers, and a CLI that gave up first refused
+        the call whatever the person then answered (read as the SDK starts the CLI, in the
+        application's operation: its approvals count too)."""
+        if event not in APPROVAL_EVENTS:
+            return timeout_s
+        registry = oh.engine.registry
+        outer = enclosing_operation()
+        scoped = registry.hooks(operation_id=outer) if outer is not None else []
+        approvals = longest_approval_of([*registry.hooks(), *scoped])
+        return max(timeout_s, covering_timeout(approvals)) if approvals else timeout_s
 
     def handle(payload: dict[str, Any]) -> HookResponse:
+        # the hooks this event meets: the global ones, the application's operation's and the
+        # open turn's (read on this thread: the event loop never waits for the session file)
+        outer = enclosing_operation()
+        registry = oh.engine.registry
+        # the turn is read only when an operation has hooks of its own: with none (the common
+        # case), no scope of a turn can hold any
+        scoped = outer is not None or registry.operation_ids()
+        session = str(payload.get("session_id") or "unknown-session")
+        turn = sessions.peek_operation(session) if scoped else None
+        scopes = tuple(s for s in (outer, turn.operation_id if turn else None) if s is not None)
+        refused = delivery.refusal(scopes)
+        if outer is None:  # an operation the SDK should run in may be open where it cannot see
+            delivery.unseen(sessions.turn_ids)
+        elif not registry.has_own(outer):  # ended, or given no hooks
+            delivery.ended(current_operation())
+        name = payload["hook_event_name"]
+        if refused is None and outer is not None and turn is None and name not in _IN_TURN:
+            refused = delivery.outside_turn(name, outer)
+        if refused is not None:
+            raise _Refused(refused)
         try:
             return bridge.handle(payload)
         except Exception as exc:
@@ -285,6 +335,8 @@ def hooks_for(
                 raise  # logged by the callback
             _log.exception("the Claude Agent SDK bridge failed", hook_event="PreToolUse")
             return _refusal("PreToolUse", f"{type(exc).__name__}: {exc}", refusing)
+        finally:
+            sessions.release_ended()  # the turns this event ended: their observers are matched
 
     witness = PreToolUseWitness()  # a call that ran past the guard callback says so
     closed: list[bool] = []  # once close() ran, every event is answered as a failure
@@ -310,13 +362,9 @@ def hooks_for(
             deciding = None
         return late_refusal(event, problem, told, deciding, payload, exc.had_s(wait_s))
 
-    waits = {event: approval_s if event in APPROVAL_EVENTS else timeout_s for event in SDK_EVENTS}
+    matchers: dict[str, WaitingMatcher] = {}
 
     def callback_for(event: str) -> Any:
-        wait_s = waits[event]
-        # answered before the CLI stops waiting, so the refusal is one that says why
-        answer_s = wait_s - min(1.0, wait_s / 4)
-
         async def callback(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
             try:
                 return await answer(input_data, tool_use_id)
@@ -330,6 +378,14 @@ def hooks_for(
                 return sdk_output(event, _refusal("PreToolUse", problem, refusing))
 
         async def answer(input_data: Any, tool_use_id: str | None) -> Any:
+            # what the CLI was told as the SDK started it (hooks registered since count from
+            # the next start); answered before it stops waiting, with a refusal that says why
+            matcher = matchers[event]
+            given = matcher.told_here()
+            if given is None:  # the SDK read it elsewhere: the last start's
+                given = matcher.given
+            wait_s = given if given is not None else wait_of(event)
+            answer_s = wait_s - min(1.0, wait_s / 4)
             # the CLI's JSON may hold lone surrogates (\ud800 escapes): no file or span takes them
             payload = whole_characters(dict(input_data))
             payload.setdefault("hook_event_name", event)
@@ -340,11 +396,7 @@ def hooks_for(
             unguarded = witness.note(payload)
             if unguarded:
                 _log.error(unguarded, hook_event=event)
-            operation = current_operation()  # the application's, the SDK runs inside
-            refused = delivery.refusal(operation.operation_id if operation is not None else None)
-            if refused is not None:
-                _log.error(refused, hook_event=event)
-                return refusal_output(event, refused, payload)
+            # the callback's context: the application's operation the SDK runs inside
             run = partial(contextvars.copy_context().run, handle, payload)
             try:
                 if closed:
@@ -353,6 +405,9 @@ def hooks_for(
                 response = await runner.run(key, run, timeout_s=answer_s)
             except Late as exc:  # past its deadline, or too many events wait
                 response = late(event, payload, exc, answer_s)
+            except _Refused as exc:  # a guard it would meet never runs: the run stops
+                _log.error(str(exc), hook_event=event)
+                return refusal_output(event, str(exc), payload)
             output = sdk_output(event, response)
             specific = output.get("hookSpecificOutput")
             rewrite = specific.get("updatedInput") if isinstance(specific, dict) else None
@@ -383,16 +438,20 @@ def hooks_for(
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def matcher_for(event: str) -> HookMatcher:
+    def matcher_for(event: str) -> WaitingMatcher:
         blocks: dict[str, Any] = {}
         if fail_closed and event in BLOCK_ON_FAILURE_EVENTS:
             # as install --fail-closed writes it: a callback that fails (raises, or answers
             # nothing the CLI takes) blocks what it was to check; the CLI counts it as no
             # decision otherwise, and a prompt the bridge failed on reached the model
             blocks["on_failure"] = "block"
-        matcher = "*" if event in _TOOL_EVENTS else None
-        return HookMatcher(
-            matcher=matcher, hooks=[callback_for(event)], timeout=waits[event], **blocks
+        matchers[event] = WaitingMatcher(
+            matcher="*" if event in _TOOL_EVENTS else None,
+            hooks=[callback_for(event)],
+            wait=partial(wait_of, event),
+            **blocks,
         )
+        return matchers[event]
 
-    return SdkHooks({event: [matcher_for(event)] for event in SDK_EVENTS}, close)
+    made: dict[str, list[HookMatcher]] = {event: [matcher_for(event)] for event in SDK_EVENTS}
+    return SdkHooks(made, close)

@@ -12,7 +12,7 @@ among them (or warns).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
@@ -31,13 +31,18 @@ __all__ = [
 # ``on_tool_call_denied`` when a guard denies a PreToolUse, ``on_error`` when a turn ends
 # interrupted, ``session_end`` when SdkHooks.close() ends the sessions.
 _BRIDGE_MADE = frozenset({"on_tool_call_denied", "on_error", "session_end"})
+# Of those, the ones dispatched in no turn (close() ends sessions, not turns): an operation's
+# hooks (the application's, or a turn's own) on it never run
+_OUTSIDE_TURNS = frozenset({"session_end"})
 
 
 class UndeliveredHookWarning(UserWarning):
-    """A hook given to ``hooks_for`` (or to its engine later) is on an event the Claude Agent
-    SDK never calls back for (``SessionStart``, ``SessionEnd``, ``InstructionsLoaded``, ...), or
-    on no Claude Code event at all, or is a hook of the ``oh.operation(...)`` the SDK runs in
-    (whose hooks the bridge never runs): it will never run under the SDK.
+    """A hook given to ``hooks_for`` (or to its engine later, or to the ``oh.operation(...)``
+    the SDK runs in, or to one of its turns' operations) is on an event the Claude Agent SDK
+    never calls back for (``SessionStart``, ``SessionEnd``, ``InstructionsLoaded``, ...), or on
+    no Claude Code event at all: it will never run under the SDK. Also: the hooks of an
+    operation the SDK's callbacks do not run in (a ``ClaudeSDKClient`` connected before it
+    began) or that has ended, which do not see the SDK's session.
 
     Turn it into an error to refuse such engines: ``warnings.simplefilter("error",
     UndeliveredHookWarning)``.
@@ -55,9 +60,10 @@ def undelivered_events(delivered: Iterable[str]) -> tuple[str, ...]:
     return tuple(name for name in EVENTS if name not in hooked)
 
 
-def _reached(delivered: Iterable[str]) -> frozenset[str]:
-    """The canonical events the bridge dispatches from ``delivered`` (Claude Code's names)."""
-    found = set(_BRIDGE_MADE)
+def _reached(delivered: Iterable[str], *, in_turn: bool = False) -> frozenset[str]:
+    """The canonical events the bridge dispatches from ``delivered`` (Claude Code's names);
+    ``in_turn``: only those dispatched in a turn (where an operation's hooks run)."""
+    found = set(_BRIDGE_MADE - _OUTSIDE_TURNS if in_turn else _BRIDGE_MADE)
     for name in delivered:
         if name == SKILL_COMMAND:  # judged as its shell tool's PreToolUse
             name = "PreToolUse"
@@ -68,10 +74,13 @@ def _reached(delivered: Iterable[str]) -> frozenset[str]:
     return frozenset(found)
 
 
-def undelivered(hooks: Sequence[Any], delivered: Iterable[str]) -> list[tuple[Any, list[str]]]:
+def undelivered(
+    hooks: Sequence[Any], delivered: Iterable[str], *, in_turn: bool = False
+) -> list[tuple[Any, list[str]]]:
     """The hooks of ``hooks`` (not ``disabled``) on no canonical event the bridge dispatches
-    when only ``delivered`` (Claude Code's names) reach it, each with the Claude Code events
-    that would have run it (``[]``: no Claude Code event does).
+    when only ``delivered`` (Claude Code's names) reach it (``in_turn``: hooks of an operation,
+    which run only on the events of a turn), each with the Claude Code events that would have
+    run it (``[]``: no Claude Code event does).
 
     Example:
         >>> from otelhooks import Hook
@@ -79,7 +88,7 @@ def undelivered(hooks: Sequence[Any], delivered: Iterable[str]) -> list[tuple[An
         >>> [(h.id, names) for h, names in undelivered([start], ["PreToolUse"])]
         [('hello', ['SessionStart'])]
     """
-    reached = _reached(delivered)
+    reached = _reached(delivered, in_turn=in_turn)
     return [
         (hook, [name for name, row in EVENTS.items() if row.canonical == hook.event])
         for hook in hooks
@@ -136,27 +145,28 @@ class DeliveryCheck:
     """The rule of :func:`check_delivered`, applied again wherever ``hooks_for`` learns of hooks
     it did not see when it was called: at every callback, before the bridge runs an event.
 
-    Two kinds of hook reach the engine then and were taken without a word, never to run: a
-    global hook registered after ``hooks_for`` on an event the SDK never calls back for; and
-    the hooks of an :meth:`~otelhooks.OtelHooks.operation` the SDK runs inside (``async with
-    oh.operation(..., hooks=[guard])`` around ``query``), which no event of the bridge is
-    dispatched with (each of the SDK's turns is an operation of the bridge's own), whatever
-    their event. A callback cannot raise to the application: :meth:`refusal` gives the message
-    the callback refuses its event with (and stops the run), unless ``accept``; every such hook
-    is named once in an :class:`UndeliveredHookWarning`.
+    The hooks an event meets come from three scopes: the engine's global hooks (registered
+    after ``hooks_for`` too), the :meth:`~otelhooks.OtelHooks.operation` the SDK runs inside
+    (``async with oh.operation(..., hooks=[guard])`` around ``query``: each SDK turn runs
+    within it, :mod:`._turn_scopes`), and the turn's own operation (hooks registered for the
+    ``operationId`` its events carry). A hook of any of them on an event the SDK never calls
+    back for was taken without a word, never to run. A callback cannot raise to the
+    application: :meth:`refusal` gives the message the callback refuses its event with (and
+    stops the run), unless ``accept``; every such hook is named once in an
+    :class:`UndeliveredHookWarning`.
 
     Asked at every callback: it looks again only when the engine's hooks changed
-    (``registry.version``) or the callback runs in another operation.
+    (``registry.version``) or the callback's scopes did.
 
     Example:
         >>> from otelhooks._dispatch._registry import HookRegistry
         >>> registry = HookRegistry()
         >>> check = DeliveryCheck(registry, ["PreToolUse"], accept=False)
-        >>> check.refusal(None) is None
+        >>> check.refusal(()) is None
         True
         >>> _ = registry.register([{"id": "start", "type": "SessionStart", "command": "exit 2"}])
         >>> with warnings.catch_warnings(record=True):  # and an UndeliveredHookWarning
-        ...     "start (session_start: SessionStart)" in check.refusal(None)
+        ...     "start (session_start: SessionStart)" in check.refusal(())
         True
     """
 
@@ -165,8 +175,9 @@ class DeliveryCheck:
         self._delivered = tuple(delivered)
         self._accept = accept
         self._warned: set[tuple[str | None, str]] = set()
-        # what was found for (registry version, operation id): hooks change rarely
-        self._last: tuple[tuple[int, str | None], str | None] | None = None
+        # what was found for (registry version, scopes): hooks change rarely
+        self._last: tuple[tuple[int, tuple[str, ...]], str | None] | None = None
+        self._unseen_at = -1  # the registry version unseen() last looked at
 
     def start(self) -> None:
         """The check of ``hooks_for`` itself: raises ``ValueError`` for a guard that would never
@@ -174,40 +185,47 @@ class DeliveryCheck:
         hooks = self._registry.hooks()
         check_delivered(hooks, self._delivered, accept=self._accept)
         self._warned.update((None, hook.id) for hook, _ in undelivered(hooks, self._delivered))
-        self._last = ((self._registry.version, None), None)
+        self._last = ((self._registry.version, ()), None)
 
-    def refusal(self, operation_id: str | None) -> str | None:
-        """Why a callback running in operation ``operation_id`` (``None``: in none) must refuse
-        its event: a guard that would never run (``None`` when there is none, or ``accept``)."""
-        key = (self._registry.version, operation_id)
+    def refusal(self, scopes: Sequence[str]) -> str | None:
+        """Why a callback whose event meets the hooks of the operations ``scopes`` (besides the
+        global ones) must refuse it: a guard that would never run (``None`` when there is none,
+        or ``accept``)."""
+        key = (self._registry.version, tuple(scopes))
         last = self._last
         if last is not None and last[0] == key:
             return last[1]
-        problem = self._look(operation_id)
+        problem = self._look(key[1])
         self._last = (key, problem)
         return problem
 
-    def _look(self, operation_id: str | None) -> str | None:
+    def _look(self, scopes: tuple[str, ...]) -> str | None:
         registry = self._registry
         late = undelivered(registry.hooks(), self._delivered)
-        scoped: list[tuple[Any, list[str]]] = []
-        if operation_id is not None and registry.has_own(operation_id):
-            # none of them runs: no event of the bridge is dispatched with this operation
-            scoped = [
-                (hook, [name for name, row in EVENTS.items() if row.canonical == hook.event])
-                for hook in registry.hooks(operation_id=operation_id)
-                if hook.mode != "disabled"
-            ]
         told = [
             f"hooks registered after hooks_for on events it never calls back for: {_named(late)}"
             if late
-            else "",
-            f"hooks of the operation {operation_id} the SDK runs in, which hooks_for never runs "
-            f"(register them with oh.register or configure(hooks=...)): {_named(scoped)}"
-            if scoped
-            else "",
+            else ""
         ]
-        new = [(None, h.id) for h, _ in late] + [(operation_id, h.id) for h, _ in scoped]
+        new: list[tuple[str | None, str]] = [(None, h.id) for h, _ in late]
+        scoped: list[tuple[Any, list[str]]] = []
+        for scope in scopes:
+            if not registry.has_own(scope):
+                continue
+            found = [
+                (hook, names)
+                for hook, names in undelivered(
+                    registry.hooks(operation_id=scope), self._delivered, in_turn=True
+                )
+                if ("operation", hook.id) not in new  # a turn holds its operation's hooks too
+            ]
+            if found:
+                told.append(
+                    f"hooks of the operation {scope} on events the SDK never calls back for: "
+                    f"{_named(found)}"
+                )
+                new += [("operation", h.id) for h, _ in found]
+                scoped += found
         if not set(new) <= self._warned:
             self._warned.update(new)
             warnings.warn(
@@ -221,7 +239,97 @@ class DeliveryCheck:
             return None
         return (
             "otelhooks claude-agent-sdk: refused, these guards would never run under the Claude "
-            f"Agent SDK: {_named(guards)}. Register them globally, on an event the SDK calls "
-            "back for (SDK_EVENTS), before the run, or pass hooks_for(accept_undelivered=True) "
-            "to run without them"
+            f"Agent SDK: {_named(guards)}. Put them on an event the SDK calls back for "
+            "(SDK_EVENTS), or pass hooks_for(accept_undelivered=True) to run without them"
+        )
+
+    def outside_turn(self, event: str, scope: str) -> str | None:
+        """Why a callback must refuse ``event`` (Claude Code's name), which the bridge dispatches
+        in no turn (none is open: the operation's hooks run only on a turn's events), when the
+        SDK runs inside operation ``scope``: a guard of that operation on the event. Every
+        hook of it there is named once in an :class:`UndeliveredHookWarning`."""
+        row = EVENTS.get(event)
+        registry = self._registry
+        if row is None or not registry.has_own(scope):
+            return None
+        events = {row.canonical, *ALSO_NOW.get(event, ())}
+        found = [
+            (hook, [event])
+            for hook in registry.hooks(operation_id=scope)
+            if hook.mode != "disabled" and hook.event in events
+        ]
+        if not found:
+            return None
+        new = {("outside", hook.id) for hook, _ in found}
+        if not new <= self._warned:
+            self._warned.update(new)
+            warnings.warn(
+                f"hooks_for: these hooks of the operation {scope} did not run: the Claude Agent "
+                f"SDK sent {event} outside any turn (before a prompt opened one): "
+                f"{_named(found)}",
+                UndeliveredHookWarning,
+                stacklevel=2,
+            )
+        guards = _guards(found)
+        if not guards or self._accept:
+            return None
+        return (
+            f"otelhooks claude-agent-sdk: refused, these guards of the operation {scope} cannot "
+            f"run on {event} sent outside any turn: {_named(guards)}. Register them with "
+            "oh.register or configure(hooks=...) to run on every event"
+        )
+
+    def unseen(self, known: Callable[[], Iterable[str]]) -> None:
+        """For a callback that runs in no operation: warn (an :class:`UndeliveredHookWarning`,
+        once per operation) of each operation with hooks of its own but those ``known()`` names
+        (the bridge's turns, whose events carry their ids). The SDK's callbacks run in the
+        context where its CLI was started: a ``ClaudeSDKClient`` connected before ``async with
+        oh.operation(..., hooks=[guard])`` began runs every turn outside it, and the guard
+        never runs. Which
+        operation the SDK serves cannot be told from here (another runtime's run may be open
+        too), so this warns and does not refuse."""
+        version = self._registry.version
+        if version == self._unseen_at:
+            return
+        self._unseen_at = version
+        scopes = [s for s in self._registry.operation_ids() if ("unseen", s) not in self._warned]
+        skip = set(known()) if scopes else set()
+        for scope in scopes:
+            if scope in skip:
+                continue
+            hooks = [h for h in self._registry.hooks(operation_id=scope) if h.mode != "disabled"]
+            if not hooks:
+                continue
+            self._warned.add(("unseen", scope))
+            warnings.warn(
+                f"hooks_for: the Claude Agent SDK's callbacks run outside the operation {scope}, "
+                f"so its hooks do not see this SDK session: {', '.join(h.id for h in hooks)}. "
+                "Start the SDK inside it (query(...), or ClaudeSDKClient.connect() / async with "
+                "ClaudeSDKClient(...), within the operation's with), or register them with "
+                "oh.register",
+                UndeliveredHookWarning,
+                stacklevel=2,
+            )
+
+    def ended(self, operation: Any) -> None:
+        """For a callback that runs in ``operation`` (an :class:`~otelhooks.Operation`) after it
+        ended: warn (once per operation) when it was given hooks. They ended with it, so they do
+        not see the SDK session (a ``ClaudeSDKClient`` connected inside the operation and used
+        after its ``with``)."""
+        key = ("ended", str(operation.operation_id))
+        given = [
+            h.get("id", "?") if isinstance(h, dict) else getattr(h, "id", "?")
+            for h in operation._hooks
+        ]
+        if not given or key in self._warned:
+            return
+        self._warned.add(key)
+        warnings.warn(
+            f"hooks_for: the Claude Agent SDK's callbacks run in the operation "
+            f"{operation.operation_id}, which has ended: the hooks it was given do not see this "
+            f"SDK session: {', '.join(map(str, given))}. Use the SDK inside the operation's "
+            "with (connect the client, and close it, within it), or register them with "
+            "oh.register",
+            UndeliveredHookWarning,
+            stacklevel=2,
         )

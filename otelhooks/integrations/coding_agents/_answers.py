@@ -294,8 +294,10 @@ def _run(
         # a permissive hook's answer is recorded by the engine (its would-be decision), never
         # passed on: the agent reads the bridge's answer, not the hook's own output
         permissive = {h.id for h in engine.registry.hooks() if h.mode == "permissive"}
-        if operation_id is not None:
-            scoped = engine.registry.hooks(operation_id=operation_id)
+        # the operation whose hooks ran: the engine takes the payload's when none is given
+        scope = operation_id if operation_id is not None else payload.operationId
+        if scope is not None:
+            scoped = engine.registry.hooks(operation_id=scope)
             permissive.update(h.id for h in scoped if h.mode == "permissive")
         answers = [a for a in answers if a.hook_id not in permissive]
     if verdict.blocked and not any(a.hook_id == verdict.decided_by and decides(a) for a in answers):
