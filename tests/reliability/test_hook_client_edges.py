@@ -9,6 +9,7 @@ import codecs
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,17 +131,7 @@ def test_a_deny_the_daemon_gives_after_the_cli_killed_the_client_is_said(
     daemon_pid(runtime_dir)
     started = start_hook(env, bash("toolu_1", "rm -rf victim"))
     (log,) = runtime_dir.glob("cc-*.log")
-    time.sleep(1.0)  # the CLI's timeout, shorter than the guard's 3 s
-    started[0].send_signal(signum)
-    assert started[0].wait(timeout=10) == -signum
-    deadline = time.monotonic() + 20
-    while "reached nobody" not in log.read_text() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    (said,) = [line for line in log.read_text().splitlines() if "reached nobody" in line]
-    assert "hook_event=PreToolUse" in said
-    assert "tool_use_id=toolu_1" in said
-    assert "exit_code=0" in said  # Claude Code's deny: exit 0, the JSON on stdout
-    assert "deny" in said
+    kill_and_read_the_unheard_deny(started[0], signum, log)
     # the next event of the session is answered as ever
     assert hook(env, bash("toolu_2", "rm -rf /")).deny_reason() == "rm -rf is not allowed here"
     assert log.read_text().count("reached nobody") == 1  # an answer heard is not said
@@ -185,3 +176,19 @@ def test_a_hooks_file_saved_as_utf_16_or_32_with_its_mark_is_read(
     env = client_env(tmp_path, runtime_dir)
     answer = hook(env, bash("toolu_1", "rm -rf /"))
     assert answer.deny_reason() == "rm -rf is not allowed here", answer.stderr
+
+
+def kill_and_read_the_unheard_deny(client: Any, signum: int, log: Path) -> None:
+    """Kill the hook client as the CLI does at its timeout (a second in, before its guard's 3 s
+    answer), then read the bridge's log line saying the deny of ``toolu_1`` reached nobody."""
+    time.sleep(1.0)  # the CLI's timeout, shorter than the guard's 3 s
+    client.send_signal(signum)
+    assert client.wait(timeout=10) == -signum
+    deadline = time.monotonic() + 30
+    while "reached nobody" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (said,) = [line for line in log.read_text().splitlines() if "reached nobody" in line]
+    assert "hook_event=PreToolUse" in said
+    assert "tool_use_id=toolu_1" in said
+    assert "exit_code=0" in said  # Claude Code's deny: exit 0, the JSON on stdout
+    assert "deny" in said

@@ -20,7 +20,11 @@ from tests.integrations._daemon_procs import (
     hook,
     start_hook,
 )
-from tests.reliability.test_hook_client_edges import NO_RM_ON_STDIN, SLOW_NO_RM
+from tests.reliability.test_hook_client_edges import (
+    NO_RM_ON_STDIN,
+    SLOW_NO_RM,
+    kill_and_read_the_unheard_deny,
+)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -163,17 +167,7 @@ def test_a_deny_the_one_process_bridge_gives_after_the_cli_killed_the_client_is_
     while not list(runtime_dir.glob("cc-*.log")) and time.monotonic() < deadline:
         time.sleep(0.05)  # the client chose the one-process bridge and started a daemon
     (log,) = runtime_dir.glob("cc-*.log")
-    time.sleep(1.0)  # the CLI's timeout, shorter than the guard's 3 s
-    started[0].send_signal(signum)
-    assert started[0].wait(timeout=10) == -signum
-    deadline = time.monotonic() + 30
-    while "reached nobody" not in log.read_text() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    (said,) = [line for line in log.read_text().splitlines() if "reached nobody" in line]
-    assert "hook_event=PreToolUse" in said
-    assert "tool_use_id=toolu_1" in said
-    assert "exit_code=0" in said  # Claude Code's deny: exit 0, the JSON on stdout
-    assert "deny" in said
+    kill_and_read_the_unheard_deny(started[0], signum, log)
     assert "BrokenPipeError" not in log.read_text()
 
 
