@@ -102,7 +102,7 @@ class _Frame:
     def warn_if_ended(self, op: Operation) -> None:
         """Say so when ``op`` was given hooks and has ended: they are gone with it (a task of
         the run that outlived it), so none of them sees the call."""
-        if op._hooks and not op.tracer.engine.registry.has_own(op.operation_id):
+        if op.hooks and not op.tracer.engine.registry.has_own(op.operation_id):
             warnings.warn(
                 f"@otelhooks.tool {self.name!r} ran in run {op.agent!r} after it ended: the "
                 "hooks the run was given did not see it (await the call before the run ends)",

@@ -135,6 +135,12 @@ class Operation(SpanScope):
     def values(self) -> tuple[str, ...]:
         return (self.agent, self.agent_id)
 
+    @property
+    def hooks(self) -> tuple[Hook | Mapping[str, Any], ...]:
+        """The hooks this operation was given (``hooks=[...]``), as given: they run on its
+        events and its children's while it is open."""
+        return tuple(self._hooks)
+
     # -- the span --------------------------------------------------------------------------------
 
     def _open(self, *, deferred: bool) -> None:

@@ -319,7 +319,7 @@ class DeliveryCheck:
         key = ("ended", str(operation.operation_id))
         given = [
             h.get("id", "?") if isinstance(h, dict) else getattr(h, "id", "?")
-            for h in operation._hooks
+            for h in operation.hooks
         ]
         if not given or key in self._warned:
             return
