@@ -157,7 +157,29 @@
     return oh.pendingCount(draw);
   }
 
-  function draw(body) {
+  // The arguments of the cards not drawn yet, each read once (a pending card's never change;
+  // the list comes without them): id -> the card as serve gives it alone (`args_text`, and
+  // `editable` by the display rule). A card answered meanwhile is left out: the next look
+  // takes it off the list. Read a few at a time: each waits at most DEADLINE_S for its answer,
+  // queued behind hundreds it waited longer.
+  async function argsOf(items) {
+    const got = new Map();
+    for (let i = 0; i < items.length; i += 6) {
+      const read = items.slice(i, i + 6).map((item) => api(`/v1/approvals/${item.id}`).catch((err) => {
+        if (/^not_found$/.test(err.message)) return null; // gone from serve: never drawn
+        throw err;
+      }));
+      for (const one of await Promise.all(read)) if (one && one.state === 'pending') got.set(one.id, one);
+    }
+    return got;
+  }
+
+  let draws = 0; // the newest draw: one that read arguments meanwhile leaves the list to it
+  async function draw(body) {
+    const mine = ++draws;
+    const fresh = body.pending.filter((item) => !cards.has(item.id));
+    const whole = body.capture_content && fresh.length ? await argsOf(fresh) : null;
+    if (mine !== draws) return body;
     oh.problem(null);
     $('content-note').hidden = body.capture_content;
     const live = new Set(body.pending.map((a) => a.id));
@@ -177,7 +199,8 @@
     for (const item of body.pending) {
       const known = cards.get(item.id);
       if (known) { known.item = item; known.seenAt = Date.now(); continue; }
-      const entry = card(item, body.capture_content);
+      if (whole && !whole.has(item.id)) continue; // answered as its arguments were read
+      const entry = card(whole ? { ...item, ...whole.get(item.id), time_left_s: item.time_left_s } : item, body.capture_content);
       cards.set(item.id, entry);
       $('pending').append(entry.box);
       if (entry.edit) fit(entry.edit);
