@@ -196,7 +196,9 @@ def main() -> None:
     from otelhooks import serve
 
     print(f"load average {os.getloadavg()[0]:.2f}")
-    server = serve(token=TOKEN)
+    # the cards' asker (this script) does not look at them as a waiting asker does: a lease
+    # longer than the run keeps them pending
+    server = serve(token=TOKEN, approval_lease_s=3600)
     try:
         with (
             httpx.Client(base_url=server.url, headers=AUTH, timeout=600) as client,

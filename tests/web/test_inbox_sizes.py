@@ -26,7 +26,9 @@ CARDS = 8
 @pytest.fixture
 def capturing(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
-    with denying_at_stop(serve(token=TOKEN)) as started:
+    # the cards' askers are this test, which does not look at them as a waiting asker does:
+    # a lease longer than the test keeps them pending
+    with denying_at_stop(serve(token=TOKEN, approval_lease_s=600)) as started:
         yield started
 
 
