@@ -132,3 +132,34 @@ def test_the_card_aimed_at_stays_put_while_the_inbox_changes_and_is_the_one_answ
     )
     for other in (items[0], items[2], late):
         assert card(capturing, other["id"])["state"] == "pending"
+
+
+def test_the_first_cards_are_drawn_while_the_arguments_of_the_later_are_read(
+    browser: Any, capturing: EventLogServer
+) -> None:
+    # 255 cards of 256 KiB take tens of seconds to read on a loaded machine: the person reads
+    # and answers the first ones meanwhile (here the later card's read is held until then)
+    items = [_ask_write(capturing, f"file-{n}.txt") for n in range(CARDS)]
+    held: list[Any] = []
+    page = log_in(browser, capturing.url)
+    try:
+        last = f"/v1/approvals/{items[-1]['id']}"
+        page.route(
+            lambda url: url.endswith(last),
+            lambda route: (
+                held.append(route) if route.request.method == "GET" else route.continue_()
+            ),
+        )
+        page.goto(f"{capturing.url}/approvals")
+        first = page.locator(f"article[data-approval='{items[0]['id']}'] pre.args")
+        first.wait_for(timeout=30_000)
+        assert held, "the later card's arguments were not asked for: nothing is tested"
+        assert page.locator(f"article[data-approval='{items[-1]['id']}']").count() == 0
+        for route in held:
+            route.continue_()
+        page.locator(f"article[data-approval='{items[-1]['id']}'] pre.args").wait_for(
+            timeout=30_000
+        )
+        assert page.locator("article.approval-card").count() == CARDS
+    finally:
+        page.context.close()
