@@ -1,11 +1,12 @@
 """The web view and the inbox at the sizes teams reach, where a person waits (branch r-web4).
 
-``python benchmarks/web_scale_bench.py trace --spans 50000``: one run of ``--spans`` spans
+``python benchmarks/web_scale_bench.py trace --spans 49999``: one run of ``--spans`` spans
 (``tests/web/_otlp.py``'s ``big_trace``), posted as OTLP/JSON to an in-process ``serve``; then
 serve's outline (bytes, seconds and this process's CPU seconds for it), the click on the run to
 its first rows drawn in Debian's Chromium, the longest task meanwhile (``longtask``), the tab's
 JS heap (CDP ``Performance.getMetrics``), and one more span posted to the open run: the time to
-its row drawn, the bytes the page read for it and the longest task.
+its row drawn, the bytes the page read for it and the longest task. serve keeps 50,000 spans of
+a trace (the rest are counted, not kept): 49,999 leaves room for the one more.
 
 ``... ops --runs 10000``: ``--runs`` runs of one span each; the list's first rows, what the page
 reads, and what it reads again when one more run arrives.
@@ -136,7 +137,8 @@ def bench_ops(browser: Any, url: str, client: httpx.Client, runs: int) -> None:
         started = time.monotonic()
         trace_id, root = ids()
         post(client, [span(trace_id, root, "invoke_agent late-one")])
-        page.locator("#ops-count", has_text=f"of {runs + 1} runs").wait_for(timeout=WAIT_MS)
+        # the index keeps 10,000 runs: the oldest goes as this one comes
+        page.locator(f"#ops-body tr.op[data-trace='{trace_id}']").wait_for(timeout=WAIT_MS)
         print(
             f"one run more: shown in {time.monotonic() - started:.2f} s, page read"
             f" {sum(b for _, b in reads) / 1024:.0f} KiB ({len(reads)} responses),"
