@@ -163,3 +163,29 @@ def test_the_first_cards_are_drawn_while_the_arguments_of_the_later_are_read(
         assert page.locator("article.approval-card").count() == CARDS
     finally:
         page.context.close()
+
+
+def test_a_browser_reads_no_card_s_arguments_with_content_capture_off(
+    browser: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the inbox reads each card alone (GET /v1/approvals/{id}) for its arguments: with capture
+    # off that route gave a browser the arguments the page says are hidden; its bearer asker
+    # still gets them (they are its own, and its answer)
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    with denying_at_stop(serve(token=TOKEN, approval_lease_s=600)) as started:
+        item = _ask_write(started, "secret.txt")
+        page = log_in(browser, started.url)
+        try:
+            page.goto(f"{started.url}/approvals")
+            page.locator(f"article[data-approval='{item['id']}']").wait_for(timeout=30_000)
+            assert page.locator("pre.args, textarea.args").count() == 0
+            seen = page.evaluate(
+                "async (id) => (await fetch(`/v1/approvals/${id}`)).json()", item["id"]
+            )
+        finally:
+            page.context.close()
+        assert seen["id"] == item["id"]
+        assert "args" not in seen
+        assert "args_text" not in seen
+        asker = httpx.get(f"{started.url}/v1/approvals/{item['id']}", headers=AUTH).json()
+        assert asker["args"]["path"] == "secret.txt"
