@@ -68,6 +68,8 @@ OUTLINE = ("s", "p", "n", "t0", "t1", "st", "o", "d")
 # the span's detail has it whole. Each kept whole, 20,000 spans named with 4,000 characters made
 # an 83 MB outline, read again at every change of the open trace (3 s to its first rows here).
 _OUTLINE_CHARS = 256
+# The agents and the tools the runs list offers as filters, at most (the first by name).
+_CHOICES = 500
 
 
 def _short(text: Any) -> Any:
@@ -375,8 +377,10 @@ class TraceIndex(SpanProcessor, SpanExporter):
             "matched": matched,
             "operations": rows,
             "next_before": rows[-1]["seq"] if len(rows) == limit else None,
-            "agents": sorted({s.agent for s in summaries if s.agent}),
-            "tools": sorted({t for s in summaries for t in s.tools})[:500],
+            # the filters' choices, the first 500 of each (read at every change of the list):
+            # 10,000 runs of agents named apart by their sender made every answer megabytes
+            "agents": sorted({s.agent for s in summaries if s.agent})[:_CHOICES],
+            "tools": sorted({t for s in summaries for t in s.tools})[:_CHOICES],
         }
 
     def trace(

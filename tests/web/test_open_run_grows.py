@@ -118,3 +118,20 @@ def test_a_run_added_leaves_the_list_paged_through_as_long_as_it_was(
         assert page.locator("#ops-more").is_visible()
     finally:
         page.context.close()
+
+
+def test_the_list_offers_the_first_500_agents_as_filters(
+    served: EventLogServer, api: httpx.Client
+) -> None:
+    # read at every change of the list: 10,000 runs of agents a sender named apart (4,096
+    # characters each) made every answer 40 MB; the tools were cut at 500 already
+    runs = []
+    for n in range(600):
+        trace_id, root = ids()
+        attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": f"agent-{n:04}"}
+        runs.append(span(trace_id, root, "invoke_agent", attributes=attrs))
+    post(api, runs)
+    listed = api.get("/v1/ui/operations").json()
+    assert listed["agents"] == [f"agent-{n:04}" for n in range(500)]
+    # a run of an agent left out is still found by its name
+    assert api.get("/v1/ui/operations?agent=agent-0599").json()["matched"] == 1
