@@ -37,7 +37,7 @@ from otelhooks._store._errors import StoreError, StoreUnavailable
 from otelhooks._store._pg_eventlog import without_nul
 from otelhooks._store._pg_listen import WEB_CHANNEL
 from otelhooks._worker import BoundedWorker
-from otelhooks.web._store import TraceIndex, approval_ids, outline_of
+from otelhooks.web._store import TraceIndex, approval_ids, outline_after
 from otelhooks.web._summary import TraceSummary
 
 if TYPE_CHECKING:
@@ -93,8 +93,8 @@ _LIST: Final = (
     "(SELECT '[' || coalesce(string_agg(p.summary, ',' ORDER BY p.seq DESC), '') || ']' FROM "
     f"(SELECT seq, summary FROM otelhooks_web_traces WHERE {_FILTER} "
     "AND (%(before)s = 0 OR seq < %(before)s) ORDER BY seq DESC LIMIT %(limit)s) p), "
-    "(SELECT coalesce(array_agg(DISTINCT agent), '{}') FROM otelhooks_web_traces "
-    "WHERE agent <> ''), "
+    "(SELECT coalesce(array_agg(a ORDER BY a), '{}') FROM (SELECT DISTINCT agent AS a "
+    "FROM otelhooks_web_traces WHERE agent <> '' ORDER BY 1 LIMIT 500) y), "
     "(SELECT coalesce(array_agg(t ORDER BY t), '{}') FROM (SELECT DISTINCT unnest(tools) AS t "
     "FROM otelhooks_web_traces ORDER BY 1 LIMIT 500) x) "
     "FROM otelhooks_web_head h"
@@ -378,19 +378,23 @@ class SharedTraceIndex(TraceIndex):
             "tools": list(tools),
         }
 
-    def trace(self, trace_id: str, *, outline: bool = False) -> dict[str, Any] | None:
+    def trace(
+        self, trace_id: str, *, outline: bool = False, after: tuple[int, str] = (0, "")
+    ) -> dict[str, Any] | None:
         """As :meth:`TraceIndex.trace`, whichever instance received the spans."""
         found = self.store.statement(_TRACE, (trace_id,))
         if not found:
             return None
         summary, dropped, body = found[0]
         spans: list[dict[str, Any]] = json.loads(body)
+        known = 0
         if outline:
-            spans = [outline_of(row) for row in spans]
+            known, spans = outline_after(spans, *after)
         return {
             "summary": TraceSummary.from_state(json.loads(summary)).to_json(),
             "spans": spans,
             "dropped": int(dropped),
+            "from": known,
         }
 
     def span(self, trace_id: str, span_id: str, *, nth: int = 0) -> dict[str, Any] | None:

@@ -12,7 +12,10 @@ route                              what
 ``GET /v1/ui/operations``          traces newest first; ``agent``, ``tool``, ``decision``,
                                    ``errors=1``, ``before`` (paging), ``limit``
 ``GET /v1/ui/traces/{trace_id}``   one trace's spans (``view=outline``: without attributes,
-                                   events and links); ``.../spans/{span_id}``: one span whole
+                                   events and links; ``from`` and ``last``: only the spans
+                                   after the page's first ``from``, the last of them ``last``,
+                                   as ``from`` in the answer says); ``.../spans/{span_id}``:
+                                   one span whole
 ``GET /v1/ui/changes``             long-poll: returns when ``version`` or ``approvals`` moved
 ``/v1/approvals...``               :mod:`otelhooks.web._approval_routes`
 =================================  ===============================================================
@@ -166,8 +169,13 @@ class WebApp:
                 read = functools.partial(self.index.span, match.group(1), match.group(2), nth=nth)
                 found = await self._read(read)
             else:
-                outline = query(scope).get("view") == "outline"
-                read = functools.partial(self.index.trace, match.group(1), outline=outline)
+                q = query(scope)
+                raw, last = q.get("from", "0"), q.get("last", "")
+                after = (int(raw) if raw.isdigit() and len(raw) < 7 else 0, last)
+                outline = q.get("view") == "outline"
+                read = functools.partial(
+                    self.index.trace, match.group(1), outline=outline, after=after
+                )
                 found = await self._read(read)
             if found is None:
                 await send_json(send, 404, {"error": "not_found", "message": "not kept"})

@@ -5,7 +5,8 @@ route                                  who, what
 =====================================  ==========================================================
 ``GET /v1/approvals``                  admin: ``{"pending": [...], "answered": [...],
                                        "refused": {"count", "since_ms", "last_ms"}}`` (calls
-                                       refused because the inbox was full)
+                                       refused because the inbox was full); ``?args=0``:
+                                       without any card's arguments (the pages' listing)
 ``POST /v1/approvals/{id}``            admin: ``{"decision": "allow" | "deny", "reason": "...",
                                        "args": {...}, "by": "..."}`` answers one (409 when it
                                        was answered already, 404 when unknown)
@@ -25,7 +26,12 @@ route                                  who, what
 
 A browser answers with its session cookie, a same-origin ``Origin`` and the CSRF token; ``by``
 is recorded as given (a chat integration names its user), else ``browser`` or ``api``. A
-browser is never an asker: its ``GET /v1/approvals/{id}`` only reads (no lease, no ``asker=1``).
+browser is never an asker: its ``GET /v1/approvals/{id}`` only reads (no lease, no ``asker=1``),
+and gets the arguments only when content capture is on, with their own text (``args_text``).
+
+The pages list the inbox without arguments and read each card's once, when it is first drawn
+(a pending card's arguments never change): 255 cards of 256 KiB made a listing of 128 MiB,
+read again at every change of the inbox while a person aimed at a card.
 """
 
 from __future__ import annotations
@@ -102,7 +108,9 @@ class ApprovalRoutes:
             return
         match = _ONE.match(path)
         if path == "/v1/approvals" and method == "GET" and caller.admin:
-            await _json(send, 200, await self.inbox.call(self._listing))
+            bare = b"args=0" in scope.get("query_string", b"").split(b"&")
+            listing = functools.partial(self._listing, args=not bare)
+            await _json(send, 200, await self.inbox.call(listing))
         elif path == "/v1/approvals" and method == "POST" and caller.how == "bearer":
             await self._create(receive, send)
         elif match is not None and method == "GET":
@@ -121,13 +129,13 @@ class ApprovalRoutes:
         else:
             await _json(send, 403, {"error": "forbidden", "message": "not with this token"})
 
-    def _listing(self) -> dict[str, Any]:
-        content = self.capture_content
+    def _listing(self, *, args: bool = True) -> dict[str, Any]:
+        content = self.capture_content and args
         # one read of the inbox (ApprovalInbox.listing): the list and its version read apart
         # let a call asked between them count in a version the page then took as shown
         listed = self.inbox.listing()
         return {
-            "capture_content": content,
+            "capture_content": self.capture_content,
             "version": listed.version,
             "refused": {
                 "count": listed.refused,
@@ -258,8 +266,14 @@ class ApprovalRoutes:
                 # never withdrawn under a live asker (on a fleet it lapses a lease later unless
                 # that asker looks again, which it does while it lives)
                 _log.warning("approval hold not released", approval=item.id, error=str(exc))
-        # the asker gets the edited arguments whatever the display rule: they are its answer
-        await _json(send, 200, self._shown(item, True))
+        # the asker gets the edited arguments whatever the display rule: they are its answer;
+        # a browser (the inbox drawing a card) only what the display rule shows, and the
+        # arguments' own text (a browser reads each number as a double)
+        content = asker or self.capture_content
+        shown = self._shown(item, content)
+        if content and not asker:
+            shown["args_text"] = args_text(item.args)
+        await _json(send, 200, shown)
 
     async def _withdraw(self, approval_id: str, send: Send, *, polling: bool) -> None:
         """The asker stopped waiting (:meth:`ApprovalInbox.withdraw`)."""

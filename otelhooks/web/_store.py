@@ -41,6 +41,7 @@ __all__ = [
     "OUTLINE",
     "TraceIndex",
     "approval_ids",
+    "outline_after",
     "outline_of",
 ]
 
@@ -67,6 +68,8 @@ OUTLINE = ("s", "p", "n", "t0", "t1", "st", "o", "d")
 # the span's detail has it whole. Each kept whole, 20,000 spans named with 4,000 characters made
 # an 83 MB outline, read again at every change of the open trace (3 s to its first rows here).
 _OUTLINE_CHARS = 256
+# The agents and the tools the runs list offers as filters, at most (the first by name).
+_CHOICES = 500
 
 
 def _short(text: Any) -> Any:
@@ -85,6 +88,18 @@ def outline_of(row: dict[str, Any]) -> dict[str, Any]:
     if shown["d"]:
         shown["d"] = {k: _short(v) for k, v in shown["d"].items()}
     return shown
+
+
+def outline_after(
+    spans: list[dict[str, Any]], known: int, last: str
+) -> tuple[int, list[dict[str, Any]]]:
+    """The outline of ``spans`` a page holding their first ``known`` (the last of them
+    ``last``'s) lacks: ``(known, the outline of the rest)``, or ``(0, the whole outline)`` when
+    the page's copy is not their start (a stand-in replaced since, another trace). An open run
+    of 50,000 spans was 7 MiB read again, and drawn again, at each span its agent added."""
+    if not 0 < known <= len(spans) or spans[known - 1]["s"] != last:
+        known = 0
+    return known, [outline_of(row) for row in spans[known:]]
 
 
 def _hex(value: int, width: int) -> str:
@@ -362,15 +377,21 @@ class TraceIndex(SpanProcessor, SpanExporter):
             "matched": matched,
             "operations": rows,
             "next_before": rows[-1]["seq"] if len(rows) == limit else None,
-            "agents": sorted({s.agent for s in summaries if s.agent}),
-            "tools": sorted({t for s in summaries for t in s.tools})[:500],
+            # the filters' choices, the first 500 of each (read at every change of the list):
+            # 10,000 runs of agents named apart by their sender made every answer megabytes
+            "agents": sorted({s.agent for s in summaries if s.agent})[:_CHOICES],
+            "tools": sorted({t for s in summaries for t in s.tools})[:_CHOICES],
         }
 
-    def trace(self, trace_id: str, *, outline: bool = False) -> dict[str, Any] | None:
+    def trace(
+        self, trace_id: str, *, outline: bool = False, after: tuple[int, str] = (0, "")
+    ) -> dict[str, Any] | None:
         """One trace: its summary and spans (oldest first); ``None`` when not kept.
 
         With ``outline`` each span is what the waterfall draws (no attributes, events or links:
-        :meth:`span` gives those), a fraction of a big trace's bytes.
+        :meth:`span` gives those), a fraction of a big trace's bytes; ``after`` (the count of
+        spans a page holds and the last one's id) leaves out those the page holds, as
+        :func:`outline_after` decides; ``from`` says how many were left out.
         """
         with self._lock:
             trace = self._traces.get(trace_id)
@@ -379,9 +400,10 @@ class TraceIndex(SpanProcessor, SpanExporter):
             spans = list(trace.spans)
             summary = trace.summary.to_json()
             dropped = trace.dropped
+        known = 0
         if outline:
-            spans = [outline_of(row) for row in spans]
-        return {"summary": summary, "spans": spans, "dropped": dropped}
+            known, spans = outline_after(spans, *after)
+        return {"summary": summary, "spans": spans, "dropped": dropped, "from": known}
 
     def span(self, trace_id: str, span_id: str, *, nth: int = 0) -> dict[str, Any] | None:
         """One kept span, whole; ``None`` when not kept. A sender may send one span id twice

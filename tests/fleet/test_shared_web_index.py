@@ -197,6 +197,19 @@ def test_the_filters_and_paging_of_the_runs_list(indexes: list[Any]) -> None:
     assert len(set(seen)) == 4
 
 
+def test_the_runs_list_offers_the_first_500_agents_of_the_fleet(indexes: list[Any]) -> None:
+    # read at every change of the list: agents a sender named apart made every answer
+    # megabytes (the tools were cut at 500 already)
+    index = indexes[0]()
+    tracer = _tracer(index)
+    for n in range(520):
+        attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": f"agent-{n:04}"}
+        tracer.start_span("invoke_agent", attributes=attrs).end()
+    assert index.force_flush()
+    assert index.operations()["agents"] == [f"agent-{n:04}" for n in range(500)]
+    assert index.operations(agent="agent-0519")["matched"] == 1
+
+
 # -- through serve ---------------------------------------------------------------------------
 
 

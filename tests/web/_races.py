@@ -14,8 +14,8 @@ from otelhooks import EventLogServer
 from tests.web.conftest import AUTH
 
 OPERATIONS = re.compile(r"/v1/ui/operations\?")
-OUTLINE = re.compile(r"/v1/ui/traces/[0-9a-f]{32}\?view=outline$")
-LISTING = re.compile(r"/v1/approvals$")
+OUTLINE = re.compile(r"/v1/ui/traces/[0-9a-f]{32}\?view=outline(&from=\d+&last=[0-9a-f]{16})?$")
+LISTING = re.compile(r"/v1/approvals\?args=0$")
 CHANGES = re.compile(r"/v1/ui/changes\?")
 ONE = re.compile(r"/v1/approvals/[0-9a-f]{32}$")
 

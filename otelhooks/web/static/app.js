@@ -53,9 +53,14 @@
   // stale (oh.latest): never shown, and the list shown stays the one asked for last. Gives the
   // list shown by the newest request (or its failure), whichever asked.
   const opsList = oh.latest();
-  function loadOps(more) {
+  const PAGE = 100; // runs a page of the list holds (serve's default); serve gives 1,000 at most
+  function loadOps(more, again) {
     const q = filters();
     if (more && page.next) q.set('before', page.next);
+    // the list read again (the live view) keeps as many runs as it shows: before, every change
+    // took a list the person had paged through back to its first 100, under their eyes
+    const shown = $('ops-body').children.length;
+    if (again && shown > PAGE) q.set('limit', String(Math.min(shown, 1000)));
     // the next page of the list shown is no next page of the one asked for now: clicked
     // meanwhile, it asked past the old list's last run and its runs were added below it
     if (!more) { page.next = null; $('ops-more').hidden = true; }
@@ -252,10 +257,25 @@
   // The run clicked last is the one shown: a run clicked before it whose trace answers later
   // (a long trace, a refresh of the open one) is stale (oh.latest) and dropped. A trace that
   // could not be read says so in its title; the live view's refresh is failed by it too.
+  // The open run read again (keepScroll: the live view) asks only for the spans after those it
+  // holds: serve answers with them (`from`: how many it left out) or, when the page's are not
+  // the run's start, with all (`from` 0). An open run of 50,000 spans was 7 MiB read and drawn
+  // again at each span its agent added, the tab busy for seconds at a time.
   const traceView = oh.latest();
   async function loadTrace(traceId, keepScroll) {
+    const held = keepScroll && page.trace && page.trace.id === traceId ? page.trace.spans : [];
+    const after = held.length ? `&from=${held.length}&last=${held[held.length - 1].s}` : '';
     try {
-      await traceView(`/v1/ui/traces/${traceId}?view=outline`, (body) => showTrace(traceId, body, keepScroll));
+      await traceView(`/v1/ui/traces/${traceId}?view=outline${after}`, (body) => {
+        if (body.from) {
+          // the newest request is the one shown (oh.latest): asked from what the page holds
+          if (body.from !== held.length || page.trace === null || page.trace.spans !== held) {
+            throw new Error('the run changed while it was read; reading it again');
+          }
+          body.spans = held.concat(body.spans);
+        }
+        return showTrace(traceId, body, keepScroll);
+      });
     } catch (err) {
       $('trace').hidden = false;
       $('trace-title').textContent = visible(`trace ${traceId}: ${err.message}`);
@@ -315,7 +335,7 @@
   async function refreshRuns() {
     // the list shown, this one's or that of one asked for since (a filter): before, the
     // open trace was not read again when a filter's list took this one's place
-    const ops = await loadOps(false).catch((err) => {
+    const ops = await loadOps(false, true).catch((err) => {
       oh.problem(`The runs could not be read: ${err.message}`);
       throw err;
     });

@@ -157,7 +157,28 @@
     return oh.pendingCount(draw);
   }
 
-  function draw(body) {
+  // The arguments of `items`, cards not drawn yet, each read once (a pending card's never
+  // change; the list comes without them): id -> the card as serve gives it alone (`args_text`,
+  // and `editable` by the display rule). A card answered meanwhile is left out: the next look
+  // takes it off the list.
+  async function argsOf(items) {
+    const read = items.map((item) => api(`/v1/approvals/${item.id}`).catch((err) => {
+      if (/^not_found$/.test(err.message)) return null; // gone from serve: never drawn
+      throw err;
+    }));
+    const got = new Map();
+    for (const one of await Promise.all(read)) if (one && one.state === 'pending') got.set(one.id, one);
+    return got;
+  }
+
+  // New cards are drawn a few at a time, each below those drawn (so they move none), as their
+  // arguments are read: a browser reads six at once from a host, and each read waits at most
+  // DEADLINE_S, queued behind hundreds it waited longer. 255 cards of 256 KiB take tens of
+  // seconds to read here: the first are on the page within one.
+  const BATCH = 6;
+  let draws = 0; // the newest draw: one still reading arguments leaves the cards to it
+  async function draw(body) {
+    const mine = ++draws;
     oh.problem(null);
     $('content-note').hidden = body.capture_content;
     const live = new Set(body.pending.map((a) => a.id));
@@ -174,13 +195,26 @@
       const wait = lastMove + SETTLE_MS - Date.now();
       if (wait <= 0) collapse(); else settling = setTimeout(collapse, wait);
     }
+    const fresh = [];
     for (const item of body.pending) {
       const known = cards.get(item.id);
-      if (known) { known.item = item; known.seenAt = Date.now(); continue; }
-      const entry = card(item, body.capture_content);
-      cards.set(item.id, entry);
-      $('pending').append(entry.box);
-      if (entry.edit) fit(entry.edit);
+      if (known) { known.item = item; known.seenAt = Date.now(); } else fresh.push(item);
+    }
+    for (let i = 0; i < fresh.length; i += BATCH) {
+      const batch = fresh.slice(i, i + BATCH);
+      const whole = body.capture_content ? await argsOf(batch) : null;
+      if (mine !== draws) return body;
+      for (const item of batch) {
+        if (whole && !whole.has(item.id)) continue; // answered as its arguments were read
+        const shown = whole ? { ...item, ...whole.get(item.id), time_left_s: item.time_left_s } : item;
+        const entry = card(shown, body.capture_content);
+        cards.set(item.id, entry);
+        $('pending').append(entry.box);
+        if (entry.edit) fit(entry.edit);
+      }
+      $('all').hidden = cards.size === 0; // shown with the first card: its showing moves none
+      $('deny-all').textContent = `Deny all ${cards.size} waiting`;
+      tick();
     }
     // A full inbox refuses every call (each one blocked): the asker logs it, which the person
     // does not read. Said above the cards, it moves them down once, as a card leaving does.
