@@ -60,8 +60,6 @@ from otelhooks.integrations.coding_agents._late_answers import (
     client_gone,
     deciding,
     late_answer,
-    tool_use_id_of,
-    unheard,
 )
 from otelhooks.integrations.coding_agents._run import (
     BridgeOptions,
@@ -72,6 +70,7 @@ from otelhooks.integrations.coding_agents._run import (
     env_seconds,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
+from otelhooks.integrations.coding_agents._unheard import tool_use_id_of, unheard
 
 __all__ = ["DEFAULT_IDLE_S", "run_daemon"]
 

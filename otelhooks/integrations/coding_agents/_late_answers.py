@@ -13,8 +13,7 @@ reads the hooks and the dialect otherwise than a timely one does.
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import structlog
@@ -33,11 +32,9 @@ if TYPE_CHECKING:
     from otelhooks._hooks import Hook
     from otelhooks.integrations.coding_agents._dialects import Dialect
 
-__all__ = ["answer_deadline", "client_gone", "deciding", "late_answer", "tool_use_id_of", "unheard"]
+__all__ = ["answer_deadline", "client_gone", "deciding", "late_answer"]
 
 _log = structlog.get_logger("otelhooks")
-# the call an answer nobody heard was for, read without parsing (Claude Code's, Codex CLI's id)
-_TOOL_USE = re.compile(rb'"tool_use_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 
 
 def answer_deadline(
@@ -107,34 +104,3 @@ async def client_gone(receive: Receive, asker: Asker | None) -> None:
             "interrupt): its approvals are withdrawn; give the hook a timeout longer than the "
             "approval's"
         )
-
-
-def unheard(
-    on_drop: Callable[[int, str], None] | None,
-    event: str | None,
-    tool_use_id: str | None,
-    response: HookResponse,
-) -> None:
-    """Say that ``response`` reached nobody: its hook client was gone before it (its CLI
-    killed it at the hook's timeout, and ran the tool, or an interrupt). The event's spans say
-    what the guards decided (a deny), not that the CLI never heard it. Logged as an error and
-    counted on ``on_drop`` (reason ``client_gone``), by the daemon and the one-process bridge
-    alike (``None``: a process about to end, whose counts are never exported)."""
-    if on_drop is not None:
-        on_drop(1, "client_gone")
-    _log.error(
-        "the bridge's answer reached nobody: the hook client stopped waiting before it (its "
-        "CLI's hook timeout, or an interrupt), and the CLI went on without it; give the hook "
-        "a timeout longer than its guards take",
-        hook_event=event,
-        tool_use_id=tool_use_id,
-        exit_code=response.exit_code,
-        answer=response.stdout[:500],
-    )
-
-
-def tool_use_id_of(raw: bytes) -> str | None:
-    """The call the event ``raw`` names (its ``tool_use_id``), read from its first MiB
-    without parsing it."""
-    found = _TOOL_USE.search(raw, 0, 1 << 20)
-    return found.group(1).decode("utf-8", "replace") if found else None

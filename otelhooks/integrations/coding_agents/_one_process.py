@@ -22,6 +22,7 @@ import structlog
 from otelhooks._actions._asker import Asker
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._run import BridgeOptions, _run_hook, late_refusal
+from otelhooks.integrations.coding_agents._unheard import tool_use_id_of, unheard
 
 __all__ = ["Deadline", "answer_process"]
 
@@ -321,8 +322,6 @@ class Deadline:
         )
         self._tell_client({"answered": late.exit_code})
         if self.gone():  # counted nowhere: the process ends here, its counts unexported
-            from otelhooks.integrations.coding_agents._late_answers import tool_use_id_of, unheard
-
             unheard(None, self._event, tool_use_id_of(self.raw), late)
         else:
             _print(late, self._answer_to)

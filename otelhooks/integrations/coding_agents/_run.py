@@ -41,6 +41,7 @@ from otelhooks.integrations.coding_agents._environment import (
 )
 from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, env_value
+from otelhooks.integrations.coding_agents._unheard import unheard
 
 __all__ = ["HOOKS_ENV", "TRACES_ENV", "AnswerClock", "BridgeOptions", "run_hook"]
 
@@ -365,8 +366,6 @@ def _handle(
     try:
         response = bridge.handle(payload)
         if deadline is not None and deadline.gone():  # said before the counts are exported
-            from otelhooks.integrations.coding_agents._late_answers import unheard
-
             event, use = payload.get("hook_event_name"), payload.get("tool_use_id")
             unheard(
                 bridge.engine.metrics.drop_counter("claude_code_hooks"),
