@@ -57,6 +57,16 @@ def server(tmp_path: Path) -> Iterator[EventLogServer]:
         started.stop()
 
 
+@pytest.fixture(scope="module")
+def served() -> Iterator[EventLogServer]:
+    """One serve for a module's tests, each of which adds a run of its own."""
+    started = serve(token=TOKEN)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
 @pytest.fixture
 def api(server: EventLogServer) -> Iterator[httpx.Client]:
     # serve's ingest runs every received span through its hooks (about a millisecond a span

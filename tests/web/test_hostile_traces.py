@@ -6,15 +6,14 @@ through Playwright against a real serve, the spans posted as OTLP/JSON."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from otelhooks import EventLogServer, serve
+from otelhooks import EventLogServer
 from tests.web._otlp import big_trace, ids, post, span
-from tests.web.conftest import AUTH, TOKEN, log_in
+from tests.web.conftest import AUTH, log_in
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -23,15 +22,6 @@ DENIED = {
     "otelhooks.tool.outcome": "denied",
     "otelhooks.hook.decided_by": "no-rm",
 }
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[EventLogServer]:
-    started = serve(token=TOKEN)
-    try:
-        yield started
-    finally:
-        started.stop()
 
 
 def _post(server: EventLogServer, spans: list[dict[str, Any]]) -> None:

@@ -15,22 +15,13 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks import EventLogServer, serve
+from otelhooks import EventLogServer
 from tests.web._otlp import big_trace, ids, post, span
-from tests.web.conftest import AUTH, TOKEN, log_in
+from tests.web.conftest import AUTH, log_in
 
 pytestmark = pytest.mark.timeout(180)
 
 SPANS = 2000
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[EventLogServer]:
-    started = serve(token=TOKEN)
-    try:
-        yield started
-    finally:
-        started.stop()
 
 
 @pytest.fixture
