@@ -74,7 +74,7 @@ def test_a_change_of_the_inbox_reads_only_the_new_card_s_arguments(
         assert shown.count("f") >= KIB * 1024 - 512, len(shown)
         late = _ask_write(capturing, "late.txt")
         page.locator(f"article[data-approval='{late['id']}'] pre.args").wait_for(timeout=30_000)
-        page.locator("#pending-count", has_text=str(CARDS + 1)).wait_for(timeout=10_000)
+        page.locator("#pending-count", has_text=str(CARDS + 1)).wait_for(timeout=30_000)
         reads = _reads(page, f"/v1/approvals/{late['id']}")
         # each card's arguments read once in the page's life, the new card's included; before,
         # every change read every card's arguments again (9 x 512 KiB for this one)
