@@ -332,6 +332,16 @@ def test_the_deny_holds_beside_the_applications_own_allow(
     assert outcomes == ["denied", "success"]
 
 
+# An approval on Bash that nobody answers: its default allow applies at 2 s, longer than the
+# callback's 1 s these tests give hooks_for
+ASK_SHELL = {
+    "id": "ask-shell",
+    "type": "before_tool_call",
+    "matcher": "Bash",
+    "approval": {"timeout": 2, "default": "allow"},
+}
+
+
 def test_the_cli_waits_for_an_approval_longer_than_the_callbacks_timeout(
     project: Path, tmp_path: Path
 ) -> None:
@@ -341,12 +351,7 @@ def test_the_cli_waits_for_an_approval_longer_than_the_callbacks_timeout(
     _sdk()
     from otelhooks.integrations.claude_agent_sdk import hooks_for
 
-    approval = {
-        "id": "ask-shell",
-        "type": "before_tool_call",
-        "matcher": "Bash",
-        "approval": {"timeout": 2, "default": "allow"},
-    }
+    approval = ASK_SHELL
     oh = otelhooks.configure(
         hooks=[approval], otlp=False, set_global=False, structured_logging=False
     )
@@ -371,12 +376,7 @@ def test_an_approval_hooks_for_did_not_see_still_gets_the_longer_wait(
     _sdk()
     from otelhooks.integrations.claude_agent_sdk import hooks_for
 
-    approval = {
-        "id": "ask-shell",
-        "type": "before_tool_call",
-        "matcher": "Bash",
-        "approval": {"timeout": 2, "default": "allow"},
-    }
+    approval = ASK_SHELL
     oh = otelhooks.configure(otlp=False, set_global=False, structured_logging=False)
     hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)
     touch = ToolStep("toolu_ok", "Bash", {"command": "touch harmless.txt", "description": "t"})
@@ -404,12 +404,7 @@ def test_each_cli_is_answered_by_the_wait_it_was_told(project: Path, tmp_path: P
     sdk = _sdk()
     from otelhooks.integrations.claude_agent_sdk import hooks_for
 
-    approval = {
-        "id": "ask-shell",
-        "type": "before_tool_call",
-        "matcher": "Bash",
-        "approval": {"timeout": 2, "default": "allow"},
-    }
+    approval = ASK_SHELL
     oh = otelhooks.configure(otlp=False, set_global=False, structured_logging=False)
     hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)
     touch = ToolStep("toolu_ok", "Bash", {"command": "touch harmless.txt", "description": "t"})
