@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, runtime_che
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from otelhooks._env_seconds import LEAST_TIMEOUT_S
 from otelhooks._errors import ConfigError, unknown_field
 from otelhooks._events import EventSpec, HookEvent, resolve_event
 from otelhooks._hook_step import HookStep
@@ -130,7 +131,7 @@ class Hook(BaseModel):
     handler: Callable[..., Any] | None = None
     matcher: str | None = None
     intercept: bool = False
-    timeout: float = Field(default=10.0, gt=0, le=600)
+    timeout: float = Field(default=10.0, ge=LEAST_TIMEOUT_S, le=600)
     on_error: Literal["continue", "block"] = "continue"
     dialect: Literal["otelhooks", "lobehub", "kernel", "workspace", "claude"] | None = None
     mode: Literal["enforce", "permissive", "disabled"] = "enforce"

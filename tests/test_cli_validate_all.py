@@ -56,13 +56,34 @@ def test_a_file_with_five_problems_reports_five(
     assert lines[1:6] == [
         f"  {path}:3, hook 'a', field 'type': unknown event 'afterStp'. Did you mean "
         "'afterStep'? (`otelhooks events` lists every name)",
-        f"  {path}:5, hook 'a', field 'timeout': Input should be greater than 0",
+        f"  {path}:5, hook 'a', field 'timeout': Input should be greater than or equal to 0.001",
         f"  {path}:6, hook 'b', field 'handler': a hook needs an action: handler, command, "
         "script, plugin, webhook, approval or budget",
         f"  {path}:10, hook 'd', field 'matchr': unknown field; did you mean 'matcher'?",
         f"  {path}:12, hook 'd', field 'on_error': Input should be 'continue' or 'block'",
     ]
     assert lines[-1] == "1 file, 0 hooks, 5 problems"
+
+
+def test_a_timeout_no_action_can_meet_is_a_problem(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Before, ``timeout: 1e-300`` passed: every run of the guard timed out, and under
+    # ``on_error: continue`` each call went on as if the guard had said nothing
+    path = write(
+        tmp_path / "tiny.yaml",
+        "- id: guard\n  type: beforeToolCall\n  command: 'exit 2'\n  timeout: 1e-300\n"
+        "- id: w\n  type: onComplete\n  webhook:\n    url: http://127.0.0.1:9/\n"
+        "    timeout: 0.0009\n",
+    )
+    code, lines = validate(capsys, path)
+    assert code == 1
+    assert lines[1:3] == [
+        f"  {path}:4, hook 'guard', field 'timeout': Input should be greater than or equal"
+        " to 0.001",
+        f"  {path}:9, hook 'w', field 'webhook.timeout': Input should be greater than or equal"
+        " to 0.001",
+    ]
 
 
 def test_a_hook_with_two_bad_fields_reports_two(

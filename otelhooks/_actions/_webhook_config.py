@@ -26,6 +26,7 @@ from urllib.parse import urljoin, urlsplit
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from otelhooks._env_seconds import LEAST_TIMEOUT_S
 from otelhooks._redact import register_secret
 
 __all__ = [
@@ -77,7 +78,7 @@ class WebhookConfig(BaseModel):
     response_handling: Literal["ignore", "tool_call"] = Field(
         default="ignore", validation_alias=AliasChoices("responseHandling", "response_handling")
     )
-    timeout: float = Field(default=30.0, gt=0, le=600)
+    timeout: float = Field(default=30.0, ge=LEAST_TIMEOUT_S, le=600)
     format: Literal["lobehub", "workspace"] = "lobehub"
     batch_size: int = Field(
         default=1, ge=1, le=1000, validation_alias=AliasChoices("batchSize", "batch_size")

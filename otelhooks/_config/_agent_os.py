@@ -33,6 +33,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from otelhooks._env_seconds import LEAST_TIMEOUT_S
+
 __all__ = [
     "AGENT_EVENTS_POINTS",
     "AgentEventsConfig",
@@ -108,7 +110,7 @@ class _HookKind(BaseModel):
     name: str | None = Field(default=None, min_length=1)
     on: list[str] = Field(default_factory=lambda: ["after_tool_result"], min_length=1)
     matcher: str | None = None
-    timeout: float = Field(default=10.0, gt=0, le=300)
+    timeout: float = Field(default=10.0, ge=LEAST_TIMEOUT_S, le=300)
     on_error: Literal["continue", "block"] = "continue"
     mode: Literal["enforce", "permissive", "disabled"] = "enforce"
 

@@ -57,7 +57,7 @@ CASES = [
          "bad", "webhook.url", "http(s)"),
     Case("webhook-timeout-zero.json",
          hook_list({"id": "bad", "type": "afterToolCall", "webhook": {"url": URL, "timeout": 0}}),
-         "bad", "webhook.timeout", "greater than 0"),
+         "bad", "webhook.timeout", "greater than or equal to 0.001"),
     Case("webhook-timeout-over-600-s.json",
          hook_list({"id": "bad", "type": "afterToolCall", "webhook": {"url": URL, "timeout": 601}}),
          "bad", "webhook.timeout", "600"),

@@ -34,13 +34,18 @@ def until(page: Any, done: Any) -> None:
 
 
 class HeldPolls:
-    """The live view's looks for changes of ``page``, held by Playwright's router after its first
-    (the page is drawn, then told of nothing) until :meth:`release`."""
+    """The live view's looks for changes of the page ``page`` opens next, held by Playwright's
+    router after its first (the page is drawn, then told of nothing) until :meth:`release`.
+
+    ``page`` is first taken to a blank document: the runs page a log-in lands on has a live
+    view of its own, whose next look would be the one held (and :meth:`waiting` return before
+    the page tested waits on anything)."""
 
     def __init__(self, page: Any) -> None:
         self.page = page
         self.held: list[Any] = []
         self.released = False
+        page.goto("about:blank")
         page.route(CHANGES, self._route)
 
     def _route(self, route: Any) -> None:

@@ -50,21 +50,15 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[EventLogServer]:
-    started = serve(token=TOKEN)
-    try:
+    with denying_at_stop(serve(token=TOKEN)) as started:
         yield started
-    finally:
-        started.stop()
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[EventLogServer]:
     """One serve for a module's tests, each of which adds a run of its own."""
-    started = serve(token=TOKEN)
-    try:
+    with denying_at_stop(serve(token=TOKEN)) as started:
         yield started
-    finally:
-        started.stop()
 
 
 @pytest.fixture
@@ -174,14 +168,21 @@ def serving_inbox(
 def denying_at_stop(
     started: EventLogServer, auth: dict[str, str] = AUTH
 ) -> Iterator[EventLogServer]:
-    """``started`` for the block; then what it leaves waiting in the process's inbox (which
-    outlives it) is denied with its admin header ``auth``, and it stops."""
+    """``started`` for the block, its inbox holding only what the block asks: the process's
+    inbox outlives each serve, so what waits in it is denied with the admin header ``auth``
+    before the block (a card an earlier test on this worker left, which counted among this
+    one's) and after it; then it stops."""
+
+    def deny_waiting() -> None:
+        with httpx.Client(base_url=started.url, headers=auth) as admin:
+            for item in admin.get("/v1/approvals", params={"args": 0}).json()["pending"]:
+                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
+
     try:
+        deny_waiting()
         yield started
     finally:
-        with httpx.Client(base_url=started.url, headers=auth) as admin:
-            for item in admin.get("/v1/approvals").json()["pending"]:
-                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
+        deny_waiting()
         started.stop()
 
 
