@@ -25,16 +25,11 @@ from typing import Final
 
 import structlog
 
-__all__ = ["BRIDGE_LEAST_S", "LEAST_TIMEOUT_S", "seconds_setting"]
+__all__ = ["BRIDGE_LEAST_S", "seconds_setting"]
 
 # the least a bridge duration may be (its answer time, a daemon's idle time): the daemon's own
 # work for an event takes milliseconds, and the one-process bridge's clock starts once it loaded
 BRIDGE_LEAST_S: Final = 1.0
-
-# the least timeout a hooks file may give a hook or its webhook: ``timeout: 1e-300`` passed
-# validation and failed every run, which ``on_error: continue`` turned into the call going on
-# (a guard that never ran, said only in the logs); no action answers in under a millisecond
-LEAST_TIMEOUT_S: Final = 0.001
 
 _log = structlog.get_logger("otelhooks")
 
