@@ -149,6 +149,24 @@ def test_a_socket_folder_that_is_not_private_is_said(
     assert not list(folder.glob("cc-*.sock"))  # no daemon started there
 
 
+def test_an_exit_2_deny_s_reason_comes_before_the_clients_notes(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    """An exit-2 deny (Codex's and Gemini CLI's form, Claude Code's with ``--deny-mode exit2``)
+    is its reason on stderr, which the CLI gives the model. Before, the client's own note of a
+    socket folder it cannot trust came first, and the model read it before the reason."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    folder = runtime_dir / "shared"
+    folder.mkdir()
+    folder.chmod(0o777)
+    env = client_env(tmp_path, folder)
+    answer = hook(env, bash("toolu_1", "rm -rf /"), "--deny-mode", "exit2")
+    assert answer.returncode == 2, answer.stderr
+    lines = answer.stderr.splitlines()
+    assert lines[0] == "rm -rf is not allowed here", answer.stderr
+    assert "socket folder" in lines[-1], answer.stderr
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_a_deny_the_one_process_bridge_gives_after_the_cli_killed_the_client_is_said(
     tmp_path: Path, runtime_dir: Path, signum: int

@@ -480,15 +480,16 @@ def main(argv: list[str] | None = None) -> int:
     path = socket_path(args)
     problem = _folder_problem(path)
     private = problem is None
-    if problem is not None:
-        print(_not_private(path, problem), file=sys.stderr)
+    # said after the answer: a deny's reason on stderr (exit 2: Codex, Gemini CLI, Claude
+    # Code) is what the model reads, and it read this client's notes first
+    notes = [] if problem is None else [_not_private(path, problem)]
     answer = None
     failed = False
     if private:
         try:
             answer = _ask(path, body)
         except (OSError, ValueError):
-            print(_NO_ANSWER, file=sys.stderr)
+            notes.append(_NO_ANSWER)
             failed = True
     if answer is None:
         if private:
@@ -498,8 +499,12 @@ def main(argv: list[str] | None = None) -> int:
                 pass
         # a daemon stopped 20 s in leaves 5 s of 25, not 25 more past the CLI's 30
         log = _log_path(path) if private else None
-        return _one_process(args, body, asked, after_daemon=failed, log=log)
-    return _write(answer)
+        code = _one_process(args, body, asked, after_daemon=failed, log=log)
+    else:
+        code = _write(answer)
+    for note in notes:
+        print(note, file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":
