@@ -370,7 +370,9 @@ def serve(
 
     ``approval_lease_s`` (default: ``OTELHOOKS_APPROVAL_LEASE``, else 10, at least 2) is how
     long a pending approval lives with none of its askers waiting on it (an asker killed
-    between two looks); on a fleet give every instance the same value.
+    between two looks); on a fleet give every instance the same value. With the SQLite
+    default the approvals inbox is the process's: every serve started in it serves the same
+    cards (those a stopped one left included), and the lease is the last started one's.
 
     Raises:
         ConfigError: a file is invalid, two logs share a name, there is no admin token, a
