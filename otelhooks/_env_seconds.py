@@ -1,4 +1,6 @@
-"""The one rule for a duration an ``OTELHOOKS_*`` environment variable sets, in seconds.
+"""The rules for durations set from outside, in seconds: the one for a duration an
+``OTELHOOKS_*`` environment variable sets, and the least timeout a hooks file may give
+(:data:`LEAST_TIMEOUT_S`).
 
 A tuning variable's typo must never turn a guard's answer into a failure, nor crash a process
 after its answer: ``OTELHOOKS_BRIDGE_DAEMON_ANSWER_S=0.0001`` answered every event late (exit 1:
@@ -25,11 +27,16 @@ from typing import Final
 
 import structlog
 
-__all__ = ["BRIDGE_LEAST_S", "seconds_setting"]
+__all__ = ["BRIDGE_LEAST_S", "LEAST_TIMEOUT_S", "seconds_setting"]
 
 # the least a bridge duration may be (its answer time, a daemon's idle time): the daemon's own
 # work for an event takes milliseconds, and the one-process bridge's clock starts once it loaded
 BRIDGE_LEAST_S: Final = 1.0
+
+# the least timeout a hooks file may give a hook or its webhook: ``timeout: 1e-300`` passed
+# validation and failed every run, which ``on_error: continue`` turned into the call going on
+# (a guard that never ran, said only in the logs); no action answers in under a millisecond
+LEAST_TIMEOUT_S: Final = 0.001
 
 _log = structlog.get_logger("otelhooks")
 

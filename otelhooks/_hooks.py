@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, runtime_che
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from otelhooks._env_seconds import LEAST_TIMEOUT_S
 from otelhooks._errors import ConfigError, unknown_field
 from otelhooks._events import EventSpec, HookEvent, resolve_event
 from otelhooks._hook_step import HookStep
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ACTION_KINDS",
     "HOOK_MODES",
-    "LEAST_TIMEOUT_S",
     "Action",
     "Block",
     "Enqueueing",
@@ -35,10 +35,6 @@ __all__ = [
 
 ACTION_KINDS = ("handler", "command", "script", "plugin", "webhook", "approval", "budget")
 HOOK_MODES = ("enforce", "permissive", "disabled")  # the names of IBM's MCP ContextForge gateway
-# The least timeout a hooks file may give a hook or its webhook: ``timeout: 1e-300`` passed
-# validation and failed every run, which ``on_error: continue`` turned into the call going on
-# (a guard that never ran, said only in the logs); no action answers in under a millisecond.
-LEAST_TIMEOUT_S = 0.001
 
 
 @runtime_checkable

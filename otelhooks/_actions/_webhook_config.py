@@ -26,7 +26,7 @@ from urllib.parse import urljoin, urlsplit
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from otelhooks._hooks import LEAST_TIMEOUT_S
+from otelhooks._env_seconds import LEAST_TIMEOUT_S
 from otelhooks._redact import register_secret
 
 __all__ = [

@@ -33,7 +33,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from otelhooks._hooks import LEAST_TIMEOUT_S
+from otelhooks._env_seconds import LEAST_TIMEOUT_S
 
 __all__ = [
     "AGENT_EVENTS_POINTS",
