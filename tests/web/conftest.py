@@ -157,8 +157,9 @@ AGENT = {"Authorization": "Bearer agent-ingest-t0ken"}
 def serving_inbox(
     monkeypatch: pytest.MonkeyPatch, *hook_files: Path, **options: Any
 ) -> Iterator[EventLogServer]:
-    """A serve (of ``hook_files``, with ``options``) whose agents hold :data:`AGENT`; what it
-    leaves waiting in the process's inbox (which outlives it) is denied as it stops."""
+    """A serve (of ``hook_files``, with ``options``) whose agents hold :data:`AGENT`; what
+    waits in the process's inbox (which outlives it) is denied before and as it stops
+    (:func:`denying_at_stop`)."""
     monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
     with denying_at_stop(serve(list(hook_files), token=TOKEN, **options)) as started:
         yield started
