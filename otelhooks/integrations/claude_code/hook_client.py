@@ -502,8 +502,11 @@ def main(argv: list[str] | None = None) -> int:
         code = _one_process(args, body, asked, after_daemon=failed, log=log)
     else:
         code = _write(answer)
-    for note in notes:
-        print(note, file=sys.stderr)
+    try:
+        for note in notes:
+            print(note, file=sys.stderr)
+    except (OSError, ValueError):
+        pass  # the answer is given: a note its reader hung up on must not make it exit 1
     return code
 
 
