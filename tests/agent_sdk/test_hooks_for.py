@@ -351,9 +351,8 @@ def test_the_cli_waits_for_an_approval_longer_than_the_callbacks_timeout(
     _sdk()
     from otelhooks.integrations.claude_agent_sdk import hooks_for
 
-    approval = ASK_SHELL
     oh = otelhooks.configure(
-        hooks=[approval], otlp=False, set_global=False, structured_logging=False
+        hooks=[ASK_SHELL], otlp=False, set_global=False, structured_logging=False
     )
     hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)
     assert [m.timeout for m in hooks["Notification"]] == [1]  # no approval holds it
@@ -376,17 +375,16 @@ def test_an_approval_hooks_for_did_not_see_still_gets_the_longer_wait(
     _sdk()
     from otelhooks.integrations.claude_agent_sdk import hooks_for
 
-    approval = ASK_SHELL
     oh = otelhooks.configure(otlp=False, set_global=False, structured_logging=False)
     hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)
     touch = ToolStep("toolu_ok", "Bash", {"command": "touch harmless.txt", "description": "t"})
     try:
         with serve_messages_api(MessagesApi([touch])) as url:
             if where == "operation":
-                with oh.operation("app", hooks=[approval]):
+                with oh.operation("app", hooks=[ASK_SHELL]):
                     _run(project, tmp_path / "home", url, hooks)
             else:
-                oh.register([approval])
+                oh.register([ASK_SHELL])
                 _run(project, tmp_path / "home", url, hooks)
     finally:
         hooks.close()
@@ -404,7 +402,6 @@ def test_each_cli_is_answered_by_the_wait_it_was_told(project: Path, tmp_path: P
     sdk = _sdk()
     from otelhooks.integrations.claude_agent_sdk import hooks_for
 
-    approval = ASK_SHELL
     oh = otelhooks.configure(otlp=False, set_global=False, structured_logging=False)
     hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)
     touch = ToolStep("toolu_ok", "Bash", {"command": "touch harmless.txt", "description": "t"})
@@ -421,7 +418,7 @@ def test_each_cli_is_answered_by_the_wait_it_was_told(project: Path, tmp_path: P
             async with sdk.ClaudeSDKClient(options):  # told 1 s: no operation, no approval
                 pass
 
-        async with oh.operation("app", hooks=[approval]), sdk.ClaudeSDKClient(options) as first:
+        async with oh.operation("app", hooks=[ASK_SHELL]), sdk.ClaudeSDKClient(options) as first:
             await asyncio.create_task(second(), context=contextvars.Context())
             await first.query("touch it")
             async for _ in first.receive_response():

@@ -16,7 +16,7 @@ import pytest
 from otelhooks import EventLogServer, serve
 from otelhooks._actions._approval_inbox import WITHDRAWN
 from tests.integrations._daemon_procs import bash, client_env, daemon_pid, finish, start_hook
-from tests.web.conftest import denying_at_stop
+from tests.web.conftest import clearing_inbox
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -36,7 +36,7 @@ hooks:
 
 @pytest.fixture
 def server() -> Iterator[EventLogServer]:
-    with denying_at_stop(serve(token=TOKEN), AUTH) as started:
+    with clearing_inbox(serve(token=TOKEN), AUTH) as started:
         yield started
 
 

@@ -50,14 +50,14 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[EventLogServer]:
-    with denying_at_stop(serve(token=TOKEN)) as started:
+    with clearing_inbox(serve(token=TOKEN)) as started:
         yield started
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[EventLogServer]:
     """One serve for a module's tests, each of which adds a run of its own."""
-    with denying_at_stop(serve(token=TOKEN)) as started:
+    with clearing_inbox(serve(token=TOKEN)) as started:
         yield started
 
 
@@ -159,14 +159,14 @@ def serving_inbox(
 ) -> Iterator[EventLogServer]:
     """A serve (of ``hook_files``, with ``options``) whose agents hold :data:`AGENT`; what
     waits in the process's inbox (which outlives it) is denied before and as it stops
-    (:func:`denying_at_stop`)."""
+    (:func:`clearing_inbox`)."""
     monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
-    with denying_at_stop(serve(list(hook_files), token=TOKEN, **options)) as started:
+    with clearing_inbox(serve(list(hook_files), token=TOKEN, **options)) as started:
         yield started
 
 
 @contextmanager
-def denying_at_stop(
+def clearing_inbox(
     started: EventLogServer, auth: dict[str, str] = AUTH
 ) -> Iterator[EventLogServer]:
     """``started`` for the block, its inbox holding only what the block asks: the process's

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
-from tests.web.conftest import AUTH, STILL_MS, TOKEN, card, denying_at_stop, log_in
+from tests.web.conftest import AUTH, STILL_MS, TOKEN, card, clearing_inbox, log_in
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -29,7 +29,7 @@ def capturing(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
     # the cards' askers are this test, which does not look at them as a waiting asker does:
     # a lease longer than the test keeps them pending
-    with denying_at_stop(serve(token=TOKEN, approval_lease_s=600)) as started:
+    with clearing_inbox(serve(token=TOKEN, approval_lease_s=600)) as started:
         yield started
 
 
@@ -181,7 +181,7 @@ def test_a_browser_reads_no_card_s_arguments_with_content_capture_off(
     # off that route gave a browser the arguments the page says are hidden; its bearer asker
     # still gets them (they are its own, and its answer)
     monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
-    with denying_at_stop(serve(token=TOKEN, approval_lease_s=600)) as started:
+    with clearing_inbox(serve(token=TOKEN, approval_lease_s=600)) as started:
         item = _ask_write(started, "secret.txt")
         page = log_in(browser, started.url)
         try:

@@ -18,7 +18,7 @@ from tests.web._races import LISTING, ONE, OPERATIONS, OUTLINE, HeldPolls
 from tests.web._races import deny as _deny
 from tests.web._races import rendered as _rendered
 from tests.web._races import until as _until
-from tests.web.conftest import AUTH, TOKEN, ask, click_answer, denying_at_stop, log_in
+from tests.web.conftest import AUTH, TOKEN, ask, clearing_inbox, click_answer, log_in
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.timeout(90)
 def served() -> Iterator[EventLogServer]:
     # the cards here have no asker waiting: a lease longer than the module keeps them pending
     # (the next serve sets its own)
-    with denying_at_stop(serve(token=TOKEN, approval_lease_s=600)) as started:
+    with clearing_inbox(serve(token=TOKEN, approval_lease_s=600)) as started:
         yield started
 
 

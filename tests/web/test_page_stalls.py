@@ -14,7 +14,7 @@ import pytest
 from otelhooks import EventLogServer, serve
 from tests.web._otlp import agent_run, ids, post, span
 from tests.web._races import CHANGES, LISTING, ONE, OUTLINE, deny, until
-from tests.web.conftest import AUTH, TOKEN, ask, click_answer, denying_at_stop, log_in
+from tests.web.conftest import AUTH, TOKEN, ask, clearing_inbox, click_answer, log_in
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -25,7 +25,7 @@ POLL_DEADLINE_MS = 35_000  # common.js: POLL_S + POLL_GRACE_S
 @pytest.fixture(scope="module")
 def served() -> Iterator[EventLogServer]:
     # the cards here have no asker waiting: a lease longer than the module keeps them pending
-    with denying_at_stop(serve(token=TOKEN, approval_lease_s=600)) as started:
+    with clearing_inbox(serve(token=TOKEN, approval_lease_s=600)) as started:
         yield started
 
 
