@@ -372,7 +372,8 @@ def serve(
     long a pending approval lives with none of its askers waiting on it (an asker killed
     between two looks); on a fleet give every instance the same value. With the SQLite
     default the approvals inbox is the process's: every serve started in it serves the same
-    cards (those a stopped one left included), and the lease is the last started one's.
+    cards (those a stopped one left included), and the lease is the last started one's (a
+    serve started while another runs in the process logs a warning saying so).
 
     Raises:
         ConfigError: a file is invalid, two logs share a name, there is no admin token, a

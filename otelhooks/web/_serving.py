@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import structlog
 from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
@@ -25,6 +26,8 @@ from otelhooks.web._auth import WebAuth
 from otelhooks.web._store import TraceIndex
 
 __all__ = ["GRAFANA_URL_ENV", "JAEGER_URL_ENV", "WebServing", "web_serving"]
+
+_log = structlog.get_logger("otelhooks")
 
 JAEGER_URL_ENV = "OTELHOOKS_JAEGER_URL"
 GRAFANA_URL_ENV = "OTELHOOKS_GRAFANA_URL"
@@ -164,6 +167,13 @@ def web_serving(
     if index is None:
         index = TraceIndex(max_traces=max_traces, max_spans=max_spans, capture_content=capture)
     inbox = inbox if inbox is not None else process_inbox()
+    if inbox.served:
+        # said where it happens: docs/web.md says it too, but two serves in one process (an
+        # embedding app, a test suite) otherwise learn it from cards they never asked
+        _log.warning(
+            "another serve in this process already serves its approvals inbox: both list and "
+            "answer the same cards, and the approval lease is this one's",
+        )
     provider = TracerProvider(
         resource=recording_resource({"service.name": "otelhooks-serve"}), span_limits=span_limits()
     )
