@@ -18,6 +18,7 @@ from tests.integrations._daemon_procs import (
     client_env,
     daemon_pid,
     hook,
+    one_process,
     start_hook,
 )
 from tests.reliability.test_hook_client_edges import (
@@ -165,6 +166,36 @@ def test_an_exit_2_deny_s_reason_comes_before_the_clients_notes(
     lines = answer.stderr.splitlines()
     assert lines[0] == "rm -rf is not allowed here", answer.stderr
     assert "socket folder" in lines[-1], answer.stderr
+
+
+def test_an_exit_2_deny_s_reason_comes_before_the_bridge_s_own_warnings(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    """The same through the one-process bridge the client starts, which itself warns at start
+    of a variable it cannot read (``OTELHOOKS_SHUTDOWN_TIMEOUT=soon``). Before, its warning was
+    the first line of the reason the model read; now its log lines follow the answer."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    folder = runtime_dir / "shared"
+    folder.mkdir()
+    folder.chmod(0o777)  # no daemon is trusted there: the one-process bridge answers
+    env = client_env(tmp_path, folder, OTELHOOKS_SHUTDOWN_TIMEOUT="soon")
+    answer = hook(env, bash("toolu_1", "rm -rf /"), "--deny-mode", "exit2")
+    assert answer.returncode == 2, answer.stderr
+    lines = answer.stderr.splitlines()
+    assert lines[0] == "rm -rf is not allowed here", answer.stderr
+    assert any("OTELHOOKS_SHUTDOWN_TIMEOUT" in line for line in lines[1:]), answer.stderr
+
+
+def test_codex_s_deny_reason_comes_before_the_bridge_s_warnings(tmp_path: Path) -> None:
+    """Codex CLI's deny from ``otelhooks codex`` (run by the CLI itself) is exit 2 with the
+    reason on stderr: the bridge writes its own warnings after it."""
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
+    event = {**bash("call_1", "rm -rf /"), "cwd": str(tmp_path)}
+    answer = one_process(tmp_path, event, dialect="codex", OTELHOOKS_SHUTDOWN_TIMEOUT="soon")
+    assert answer.returncode == 2, answer.stderr
+    lines = answer.stderr.splitlines()
+    assert lines[0] == "rm -rf is not allowed here", answer.stderr
+    assert any("OTELHOOKS_SHUTDOWN_TIMEOUT" in line for line in lines[1:]), answer.stderr
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])

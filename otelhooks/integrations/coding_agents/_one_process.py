@@ -21,6 +21,7 @@ import structlog
 
 from otelhooks._actions._asker import Asker
 from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._held_logs import LOGS
 from otelhooks.integrations.coding_agents._run import BridgeOptions, _run_hook, late_refusal
 from otelhooks.integrations.coding_agents._unheard import tool_use_id_of, unheard
 
@@ -81,6 +82,7 @@ def answer_process(
         done.set()
         deadline.cancel()
         signal.signal(signal.SIGTERM, previous)
+        LOGS.release()  # no answer printed (an error, a client gone): the lines all the same
     return response.exit_code
 
 
@@ -126,6 +128,7 @@ def _end_hooks_then_die(signum: int, frame: FrameType | None) -> None:
     from otelhooks.integrations.claude_code._daemon_probe import end_hooks_of
 
     end_hooks_of(os.getpid())
+    LOGS.release()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
@@ -148,6 +151,7 @@ def _print(response: HookResponse, answer_to: TextIO) -> None:
         answer_to.flush()
     if response.stderr:
         print(response.stderr, file=sys.stderr)
+    LOGS.release()  # the lines logged so far follow the answer's reason
 
 
 def _waiting_client() -> int | None:
@@ -325,6 +329,7 @@ class Deadline:
             unheard(None, self._event, tool_use_id_of(self.raw), late)
         else:
             _print(late, self._answer_to)
+        LOGS.release()
         sys.stderr.flush()
         from otelhooks.integrations.claude_code._daemon_probe import end_hooks_of
 
