@@ -6,7 +6,8 @@ an ``OTELHOOKS_*`` variable, read as the process starts) came first, and the mod
 warning where the reason should be. The one-process bridge writes its log lines to
 :data:`LOGS`: they wait until :meth:`HeldLines.release`, called once the answer is printed
 (or the process ends without one), and follow it; after that, lines pass straight to stderr.
-A process killed outright loses the lines it held (its CLI reads nothing of a killed hook).
+A process killed loses the lines it held, SIGTERM included (its CLI reads nothing of a hook
+it ended).
 """
 
 from __future__ import annotations

@@ -128,7 +128,8 @@ def _end_hooks_then_die(signum: int, frame: FrameType | None) -> None:
     from otelhooks.integrations.claude_code._daemon_probe import end_hooks_of
 
     end_hooks_of(os.getpid())
-    LOGS.release()
+    # the lines held stay held (HeldLines): taking their lock here, in a signal handler, could
+    # wait forever on the main thread it interrupted; the CLI reads nothing of a hook it ended
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
