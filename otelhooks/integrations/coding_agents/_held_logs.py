@@ -1,13 +1,13 @@
 """A hook process's log lines, held until its answer is printed.
 
-A CLI hands an exit-2 deny's stderr to the model as the reason (Codex CLI and Gemini CLI always,
-Claude Code under ``--deny-mode exit2``). Log lines written before the answer (a warning about
-an ``OTELHOOKS_*`` variable, read as the process starts) came first, and the model read a
-warning where the reason should be. The one-process bridge writes its log lines to
-:data:`LOGS`: they wait until :meth:`HeldLines.release`, called once the answer is printed
-(or the process ends without one), and follow it; after that, lines pass straight to stderr.
-A process killed loses the lines it held, SIGTERM included (its CLI reads nothing of a hook
-it ended).
+A CLI hands an exit-2 deny's stderr to the model as the reason (Codex CLI's deny from
+``otelhooks codex``, Claude Code's under ``--deny-mode exit2``). Log lines written before the
+answer (a warning about an ``OTELHOOKS_*`` variable, read as the process starts) came first,
+and the model read a warning where the reason should be. The one-process bridge writes its log
+lines to :data:`LOGS`: they wait until :meth:`HeldLines.release`, called once the answer is
+printed (or the process ends without one), and follow it; after that, lines pass straight to
+stderr. A process killed loses the lines it held, SIGTERM included (its CLI reads nothing of a
+hook it ended).
 """
 
 from __future__ import annotations

@@ -330,7 +330,7 @@ class Deadline:
             unheard(None, self._event, tool_use_id_of(self.raw), late)
         else:
             _print(late, self._answer_to)
-        LOGS.release()
+        LOGS.release()  # gone, nothing was printed: the lines go to the daemon's log
         sys.stderr.flush()
         from otelhooks.integrations.claude_code._daemon_probe import end_hooks_of
 
