@@ -14,6 +14,7 @@ import pytest
 
 from tests.integrations._daemon_procs import (
     NO_ANSWER,
+    Hooked,
     bash,
     client_env,
     daemon_pid,
@@ -168,6 +169,15 @@ def test_an_exit_2_deny_s_reason_comes_before_the_clients_notes(
     assert "socket folder" in lines[-1], answer.stderr
 
 
+def _reason_then_warning(answer: Hooked) -> None:
+    """An exit-2 deny whose stderr starts with the guard's reason, the bridge's warning of
+    ``OTELHOOKS_SHUTDOWN_TIMEOUT`` after it."""
+    assert answer.returncode == 2, answer.stderr
+    lines = answer.stderr.splitlines()
+    assert lines[0] == "rm -rf is not allowed here", answer.stderr
+    assert any("OTELHOOKS_SHUTDOWN_TIMEOUT" in line for line in lines[1:]), answer.stderr
+
+
 def test_an_exit_2_deny_s_reason_comes_before_the_bridge_s_own_warnings(
     tmp_path: Path, runtime_dir: Path
 ) -> None:
@@ -180,10 +190,7 @@ def test_an_exit_2_deny_s_reason_comes_before_the_bridge_s_own_warnings(
     folder.chmod(0o777)  # no daemon is trusted there: the one-process bridge answers
     env = client_env(tmp_path, folder, OTELHOOKS_SHUTDOWN_TIMEOUT="soon")
     answer = hook(env, bash("toolu_1", "rm -rf /"), "--deny-mode", "exit2")
-    assert answer.returncode == 2, answer.stderr
-    lines = answer.stderr.splitlines()
-    assert lines[0] == "rm -rf is not allowed here", answer.stderr
-    assert any("OTELHOOKS_SHUTDOWN_TIMEOUT" in line for line in lines[1:]), answer.stderr
+    _reason_then_warning(answer)
 
 
 def test_codex_s_deny_reason_comes_before_the_bridge_s_warnings(tmp_path: Path) -> None:
@@ -192,10 +199,7 @@ def test_codex_s_deny_reason_comes_before_the_bridge_s_warnings(tmp_path: Path) 
     (tmp_path / "otelhooks.yaml").write_text(NO_RM_ON_STDIN)
     event = {**bash("call_1", "rm -rf /"), "cwd": str(tmp_path)}
     answer = one_process(tmp_path, event, dialect="codex", OTELHOOKS_SHUTDOWN_TIMEOUT="soon")
-    assert answer.returncode == 2, answer.stderr
-    lines = answer.stderr.splitlines()
-    assert lines[0] == "rm -rf is not allowed here", answer.stderr
-    assert any("OTELHOOKS_SHUTDOWN_TIMEOUT" in line for line in lines[1:]), answer.stderr
+    _reason_then_warning(answer)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
