@@ -29,9 +29,9 @@ def _claude_code(args: argparse.Namespace) -> int:
         return 2
     from otelhooks._actions._approval import UNSERVED_BLOCKS
     from otelhooks._cli._common import log_to_stderr
-    from otelhooks.integrations.coding_agents._held_logs import LOGS
+    from otelhooks.integrations.coding_agents._held_output import HELD
 
-    log_to_stderr(LOGS)  # after the answer: an exit-2 deny's reason is its first line
+    log_to_stderr(HELD)  # after the answer: an exit-2 deny's reason is its first line
     UNSERVED_BLOCKS.set()  # a hook process: nobody lists its approvals
     from otelhooks._cli._claude_code_install_cmd import bridge_options
     from otelhooks.integrations.coding_agents._one_process import answer_process

@@ -28,11 +28,11 @@ def _bridge(args: argparse.Namespace) -> int:
         return 2
     from otelhooks._cli._common import log_to_stderr
     from otelhooks.integrations.claude_code import BridgeOptions
-    from otelhooks.integrations.coding_agents._held_logs import LOGS
+    from otelhooks.integrations.coding_agents._held_output import HELD
     from otelhooks.integrations.coding_agents._one_process import answer_process
     from otelhooks.integrations.coding_agents._run import answer_seconds
 
-    log_to_stderr(LOGS)  # after the answer: an exit-2 deny's reason is its first line
+    log_to_stderr(HELD)  # after the answer: an exit-2 deny's reason is its first line
     options = BridgeOptions(
         hooks=tuple(args.hooks),
         traces_out=args.traces_out,

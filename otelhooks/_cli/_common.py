@@ -9,14 +9,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any, Protocol, TextIO, cast
+from typing import Any, Protocol, TextIO
 
 from otelhooks._paths import writable_file_problem
 
 __all__ = [
     "CLI_SHUTDOWN_TIMEOUT_S",
     "EXIT_UNDELIVERED",
-    "Lines",
     "Subcommands",
     "exit_on_sigterm",
     "log_to_stderr",
@@ -48,15 +47,7 @@ def no_such_path(paths: list[str]) -> str | None:
     return None
 
 
-class Lines(Protocol):
-    """Where log lines can go: all structlog's printer does with its file."""
-
-    def write(self, text: str, /) -> int: ...
-
-    def flush(self) -> None: ...
-
-
-def log_to_stderr(file: Lines | None = None) -> None:
+def log_to_stderr(file: TextIO | None = None) -> None:
     """Send otelhooks' logs to stderr (or to ``file``, which writes there in its own time: a
     hook process's lines held until its answer): a command whose stdout is an answer (a hook
     bridge, the MCP gateway's stdio) must never write a log line there."""
@@ -65,8 +56,7 @@ def log_to_stderr(file: Lines | None = None) -> None:
     from otelhooks._logging import configure_logging
 
     configure_logging()
-    out = sys.stderr if file is None else cast(TextIO, file)  # only written and flushed
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=out))
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=file or sys.stderr))
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

@@ -202,6 +202,59 @@ def test_codex_s_deny_reason_comes_before_the_bridge_s_warnings(tmp_path: Path) 
     _reason_then_warning(answer)
 
 
+PRINTING_GUARD = """\
+hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: Bash
+    script: guard.py:guard
+"""
+PRINTS = """\
+import sys
+
+
+def guard(event):
+    print("guard: checking", event.args["command"])
+    sys.stdout.write("guard: no newline, ")
+    sys.stdout.flush()
+    sys.stdout.buffer.write(b"bytes, ")
+    print("guard: deciding")
+    event.deny("rm -rf is not allowed here")
+"""
+
+
+def _reason_then_prints(answer: Hooked) -> None:
+    """An exit-2 deny whose stderr starts with the guard's reason, what it printed after it,
+    in the order printed."""
+    assert answer.returncode == 2, answer.stderr
+    lines = answer.stderr.splitlines()
+    assert lines[0] == "rm -rf is not allowed here", answer.stderr
+    printed = [line for line in lines if line.startswith("guard: ")]
+    assert printed == [
+        "guard: checking rm -rf /",
+        "guard: no newline, bytes, guard: deciding",
+    ], answer.stderr
+
+
+def test_a_python_guard_s_prints_come_after_its_exit_2_deny_s_reason(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    """A guard's ``print`` goes to the hook process's stderr (its stdout is the answer's), and
+    an exit-2 deny's stderr is the reason the model reads. Before, what the guard printed while
+    it judged came first, and the model read the guard's debugging as the reason; now it
+    follows the answer, as the bridge's log lines do. Through the hook client
+    (``--deny-mode exit2``) and ``otelhooks codex`` as Codex CLI runs it."""
+    (tmp_path / "otelhooks.yaml").write_text(PRINTING_GUARD)
+    (tmp_path / "guard.py").write_text(PRINTS)
+    folder = runtime_dir / "shared"
+    folder.mkdir()
+    folder.chmod(0o777)  # no daemon is trusted there: the one-process bridge answers
+    env = client_env(tmp_path, folder)
+    _reason_then_prints(hook(env, bash("toolu_1", "rm -rf /"), "--deny-mode", "exit2"))
+    event = {**bash("call_1", "rm -rf /"), "cwd": str(tmp_path)}
+    _reason_then_prints(one_process(tmp_path, event, dialect="codex"))
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_a_deny_the_one_process_bridge_gives_after_the_cli_killed_the_client_is_said(
     tmp_path: Path, runtime_dir: Path, signum: int

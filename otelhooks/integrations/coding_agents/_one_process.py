@@ -21,7 +21,7 @@ import structlog
 
 from otelhooks._actions._asker import Asker
 from otelhooks.integrations.coding_agents._common import HookResponse
-from otelhooks.integrations.coding_agents._held_logs import LOGS
+from otelhooks.integrations.coding_agents._held_output import HELD, release
 from otelhooks.integrations.coding_agents._run import BridgeOptions, _run_hook, late_refusal
 from otelhooks.integrations.coding_agents._unheard import tool_use_id_of, unheard
 
@@ -82,7 +82,7 @@ def answer_process(
         done.set()
         deadline.cancel()
         signal.signal(signal.SIGTERM, previous)
-        LOGS.release()  # no answer printed (an error, a client gone): the lines all the same
+        release()  # no answer printed (an error, a client gone): the lines all the same
     return response.exit_code
 
 
@@ -128,7 +128,7 @@ def _end_hooks_then_die(signum: int, frame: FrameType | None) -> None:
     from otelhooks.integrations.claude_code._daemon_probe import end_hooks_of
 
     end_hooks_of(os.getpid())
-    # the lines held stay held (HeldLines): taking their lock here, in a signal handler, could
+    # the lines held stay held (HELD): taking their lock here, in a signal handler, could
     # wait forever on the main thread it interrupted; the CLI reads nothing of a hook it ended
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
@@ -138,11 +138,12 @@ def _answer_stream() -> TextIO:
     """The stdout the CLI reads the answer from, kept for the answer alone. A CLI takes a hook's
     stdout for its JSON answer only when it is that JSON: a guard's ``print`` (or a command it
     started on the inherited stdout) in front of a deny made it plain text, and the tool ran.
-    So from here on the process's own stdout, ``sys.stdout`` and descriptor 1, is its stderr."""
+    So from here on the process's own stdout is its stderr: descriptor 1 at once, ``sys.stdout``
+    after the answer (:data:`HELD`: what it prints before would precede an exit-2 reason)."""
     sys.stdout.flush()
     answer = open(os.dup(1), "w", encoding="utf-8", closefd=True)  # noqa: SIM115 - kept to the end
     os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    sys.stdout = HELD
     return answer
 
 
@@ -152,7 +153,7 @@ def _print(response: HookResponse, answer_to: TextIO) -> None:
         answer_to.flush()
     if response.stderr:
         print(response.stderr, file=sys.stderr)
-    LOGS.release()  # the lines logged so far follow the answer's reason
+    release()  # what was written so far follows the answer's reason
 
 
 def _waiting_client() -> int | None:
@@ -330,7 +331,7 @@ class Deadline:
             unheard(None, self._event, tool_use_id_of(self.raw), late)
         else:
             _print(late, self._answer_to)
-        LOGS.release()  # gone, nothing was printed: the lines go to the daemon's log
+        release()  # gone, nothing was printed: the lines go to the daemon's log
         sys.stderr.flush()
         from otelhooks.integrations.claude_code._daemon_probe import end_hooks_of
 
