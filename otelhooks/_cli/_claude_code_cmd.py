@@ -27,11 +27,13 @@ def _claude_code(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from otelhooks.integrations.coding_agents._held_output import hold
+
+    output = hold()  # first: what the process writes comes after its answer, its pipes kept
     from otelhooks._actions._approval import UNSERVED_BLOCKS
     from otelhooks._cli._common import log_to_stderr
-    from otelhooks.integrations.coding_agents._held_output import HELD
 
-    log_to_stderr(HELD)  # after the answer: an exit-2 deny's reason is its first line
+    log_to_stderr()
     UNSERVED_BLOCKS.set()  # a hook process: nobody lists its approvals
     from otelhooks._cli._claude_code_install_cmd import bridge_options
     from otelhooks.integrations.coding_agents._one_process import answer_process
@@ -40,7 +42,8 @@ def _claude_code(args: argparse.Namespace) -> int:
     options = bridge_options(args)
     answer_s, fixed = answer_time(os.environ)
     # bytes, decoded leniently by the bridge: a stray invalid byte is not a reason to fail open
-    return answer_process(sys.stdin.buffer.read(), options, answer_s=answer_s, fixed=fixed)
+    raw = sys.stdin.buffer.read()
+    return answer_process(raw, options, output, answer_s=answer_s, fixed=fixed)
 
 
 def _seconds(text: str) -> float:

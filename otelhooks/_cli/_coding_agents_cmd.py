@@ -26,13 +26,15 @@ def _bridge(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from otelhooks.integrations.coding_agents._held_output import hold
+
+    output = hold()  # first: what the process writes comes after its answer, its pipes kept
     from otelhooks._cli._common import log_to_stderr
     from otelhooks.integrations.claude_code import BridgeOptions
-    from otelhooks.integrations.coding_agents._held_output import HELD
     from otelhooks.integrations.coding_agents._one_process import answer_process
     from otelhooks.integrations.coding_agents._run import answer_seconds
 
-    log_to_stderr(HELD)  # after the answer: an exit-2 deny's reason is its first line
+    log_to_stderr()
     options = BridgeOptions(
         hooks=tuple(args.hooks),
         traces_out=args.traces_out,
@@ -41,7 +43,8 @@ def _bridge(args: argparse.Namespace) -> int:
         service_name=args.dialect,
         dialect=args.dialect,
     )
-    return answer_process(sys.stdin.buffer.read(), options, answer_s=answer_seconds(os.environ))
+    raw = sys.stdin.buffer.read()
+    return answer_process(raw, options, output, answer_s=answer_seconds(os.environ))
 
 
 def _default_hooks(dialect: str) -> str:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol
 
 from otelhooks._paths import writable_file_problem
 
@@ -47,16 +47,15 @@ def no_such_path(paths: list[str]) -> str | None:
     return None
 
 
-def log_to_stderr(file: TextIO | None = None) -> None:
-    """Send otelhooks' logs to stderr (or to ``file``, which writes there in its own time: a
-    hook process's lines held until its answer): a command whose stdout is an answer (a hook
-    bridge, the MCP gateway's stdio) must never write a log line there."""
+def log_to_stderr() -> None:
+    """Send otelhooks' logs to stderr: a command whose stdout is an answer (a hook bridge, the
+    MCP gateway's stdio) must never write a log line there."""
     import structlog
 
     from otelhooks._logging import configure_logging
 
     configure_logging()
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=file or sys.stderr))
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

@@ -9,6 +9,9 @@ the stdout it answers on. A scripted ``rm -r victim``: the folder must survive.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,43 @@ def test_a_guard_that_prints_still_denies(tmp_path: Path) -> None:
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious", run.told()
     assert "no rm here" in run.told(), run.told()
+
+
+LEAVES_A_CHILD = """\
+import pathlib, subprocess
+
+HERE = pathlib.Path(__file__).parent
+
+
+def guard(event):
+    if "rm -r" in str(event.args):
+        # a notifier it starts and does not wait for, on the hook process's stdout and stderr
+        child = subprocess.Popen(["sleep", "120"])
+        (HERE / "child.pid").write_text(str(child.pid))
+        event.deny("no rm here")
+"""
+
+
+def test_a_guard_that_leaves_a_child_running_still_denies(tmp_path: Path) -> None:
+    """The child inherits the hook process's descriptors 1 and 2. When they were Claude Code's
+    pipes, Claude Code waited for them to close (the child's 120 s) past the hook's 30 s
+    timeout, then ran the tool: the folder was deleted, and nothing said the guard denied."""
+    need_cli(CLAUDE)
+    project = tmp_path / "project"
+    (project / "victim").mkdir(parents=True)
+    (project / "victim" / "keep.txt").write_text("precious")
+    (project / "hooks.yaml").write_text(HOOKS)
+    (project / "guard.py").write_text(LEAVES_A_CHILD)
+    install(project / ".claude" / "settings.json", hooks_file="hooks.yaml", events=["PreToolUse"])
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)  # no bridge daemon runs yet: the one-process bridge answers
+    try:
+        run = run_claude(
+            project, tmp_path / "home", RM, extra_env={"XDG_RUNTIME_DIR": str(runtime)}
+        )
+        assert run.returncode == 0, skip_reason(run)
+        assert (project / "victim" / "keep.txt").read_text() == "precious", run.told()
+        assert "no rm here" in run.told(), run.told()
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int((project / "child.pid").read_text()), signal.SIGKILL)

@@ -5,6 +5,7 @@ the real one-process bridge and bridge daemon they start, real command guards.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -253,6 +254,56 @@ def test_a_python_guard_s_prints_come_after_its_exit_2_deny_s_reason(
     _reason_then_prints(hook(env, bash("toolu_1", "rm -rf /"), "--deny-mode", "exit2"))
     event = {**bash("call_1", "rm -rf /"), "cwd": str(tmp_path)}
     _reason_then_prints(one_process(tmp_path, event, dialect="codex"))
+
+
+LEAVES_A_CHILD = """\
+import pathlib, subprocess, time
+
+
+HERE = pathlib.Path(__file__).parent
+
+
+def guard(event):
+    # a notifier it starts and does not wait for, on the process's stdout and stderr
+    said = f"echo 'notifier: started'; touch '{HERE}/started'; exec sleep 120"
+    child = subprocess.Popen(["sh", "-c", said])
+    (HERE / "child.pid").write_text(str(child.pid))
+    while not (HERE / "started").exists():  # what it says is said before the answer
+        time.sleep(0.01)
+    event.deny("rm -rf is not allowed here")
+"""
+
+
+@pytest.mark.parametrize("through", ["hook-client", "codex"])
+def test_a_child_a_guard_leaves_running_holds_no_pipe_of_the_cli(
+    tmp_path: Path, runtime_dir: Path, through: str
+) -> None:
+    """A Python guard starts a child and does not wait for it. The child inherits the hook
+    process's descriptors 1 and 2; when those were the CLI's pipes, the hook's output never
+    ended while the child ran, and Claude Code, which waits for that, ran the tool at the hook's
+    timeout (``tests/claude_code_cli/test_guard_prints.py``). Now the process's own output goes
+    to a file of its own, copied after the answer: the pipes end with the process, and what the
+    child printed before it is on stderr, after the reason."""
+    (tmp_path / "otelhooks.yaml").write_text(PRINTING_GUARD)
+    (tmp_path / "guard.py").write_text(LEAVES_A_CHILD)
+    try:
+        if through == "hook-client":
+            folder = runtime_dir / "shared"
+            folder.mkdir()
+            folder.chmod(0o777)  # no daemon is trusted there: the one-process bridge answers
+            env = client_env(tmp_path, folder)
+            answer = hook(env, bash("toolu_1", "rm -rf /"), "--deny-mode", "exit2")
+        else:
+            event = {**bash("call_1", "rm -rf /"), "cwd": str(tmp_path)}
+            answer = one_process(tmp_path, event, dialect="codex")
+        assert answer.seconds < 30, answer.stderr  # not the child's 120 s
+        assert answer.returncode == 2, answer.stderr
+        lines = answer.stderr.splitlines()
+        assert lines[0] == "rm -rf is not allowed here", answer.stderr
+        assert "notifier: started" in lines[1:], answer.stderr
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int((tmp_path / "child.pid").read_text()), signal.SIGKILL)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])

@@ -1,82 +1,92 @@
-"""A hook process's own output, held until its answer is printed.
+"""A hook process's own output: apart from its answer, and after it.
 
-A CLI hands an exit-2 deny's stderr to the model as the reason (Codex CLI's deny from
-``otelhooks codex``, Claude Code's under ``--deny-mode exit2``). What the process wrote before the
-answer came first, and the model read it where the reason should be: a warning about an
-``OTELHOOKS_*`` variable (read as the process starts), or a Python guard's own ``print`` (its
-stdout is the process's stderr, to keep the answer alone on stdout). The one-process bridge's log
-lines and ``sys.stdout`` are :data:`HELD`: what is written there waits until :func:`release`,
-called once the answer is printed (or the process ends without one), and follows it in the order
-written; after that, writes pass straight to stderr. A process killed loses what it held, SIGTERM
-included (its CLI reads nothing of a hook it ended).
+A hook process answers its CLI on stdout (the JSON answer) and, for an exit-2 deny, on stderr
+(the reason the CLI hands the model). Everything else it writes goes to a memory file instead
+(descriptors 1 and 2, ``sys.stdout`` and ``sys.stderr``): the bridge's log lines, a Python
+guard's ``print`` to either stream, a warning, a traceback, a child process a guard starts.
+:meth:`HookOutput.release` copies what is there to the CLI's stderr once the answer is printed,
+and again as the process ends (or ends without an answer). Why:
 
-Only what goes through Python's ``sys.stdout`` (or the log) is held: a child process a guard
-starts on the inherited descriptor 1 writes to the process's stderr at once.
+* order: what the process wrote before the answer came first on stderr, and the model read a
+  warning or a guard's debugging where an exit-2 deny's reason should be;
+* pipes: a child a guard leaves running (a notifier started with ``subprocess.Popen``)
+  inherits descriptors 1 and 2. Were they the CLI's pipes, Claude Code, which waits for a
+  hook's pipes to close, waited until the hook's timeout and then ran the tool.
+
+What is written after the last copy (a child still running when the process ended) is read by
+nobody, as a CLI reads nothing of a hook after it ended; a process killed loses what it held,
+SIGTERM included. Where no memory file can be made, the process's output goes to the CLI's
+stderr at once, as before these rules.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import io
+import fcntl
 import os
 import sys
 import threading
+from typing import TextIO
 
-__all__ = ["HELD", "release"]
+__all__ = ["HookOutput", "hold"]
+
+_CHUNK = 1 << 20
 
 
-class _Held(io.RawIOBase):
-    """Bytes kept until :meth:`release`, then written to descriptor 2. A raw stream under a
-    standard text wrapper, so that :data:`HELD` is every kind of stdout a guard may use
-    (``print``, ``.buffer``, ``fileno()`` for a child, ``encoding``)."""
+class HookOutput:
+    """The CLI's stdout (:attr:`answer`) and stderr (:attr:`said`), kept for the answer alone,
+    and the process's own output, held (:func:`hold` makes it)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, answer: TextIO, said: TextIO, spill: int | None) -> None:
+        self.answer, self.said = answer, said
+        self._spill, self._copied = spill, 0
         self._lock = threading.Lock()
-        self._held: list[bytes] | None = []
-
-    def writable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return 2
-
-    def isatty(self) -> bool:
-        return os.isatty(2)
-
-    def write(self, data: object) -> int:
-        chunk = bytes(memoryview(data))  # type: ignore[arg-type]  # bytes-like, as io passes
-        with self._lock:
-            if self._held is not None:
-                self._held.append(chunk)
-                return len(chunk)
-        _to_stderr(chunk)
-        return len(chunk)
 
     def release(self) -> None:
+        """Copy what the process wrote since the last copy to the CLI's stderr."""
+        for stream in (sys.stdout, sys.stderr):  # what Python still buffers, first
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                stream.flush()
+        if self._spill is None:
+            return
+        # a stderr nobody reads any more must not turn the answer into a failure
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            self.said.flush()
+            while chunk := os.pread(self._spill, _CHUNK, self._copied):
+                self._copied += len(chunk)
+                self.said.buffer.write(chunk)
+            self.said.buffer.flush()
+
+    def redirect(self, fd: int) -> None:
+        """From now on what is said goes to ``fd`` (a log file, the CLI's stderr gone)."""
         with self._lock:
-            held, self._held = self._held, None
-        if held:
-            # a stderr nobody reads any more must not turn the answer into a failure
             with contextlib.suppress(OSError, ValueError):
-                _to_stderr(b"".join(held))
+                self.said.flush()
+            os.dup2(fd, self.said.fileno(), inheritable=False)
 
 
-def _to_stderr(data: bytes) -> None:
-    sys.stderr.flush()  # what the process wrote there itself comes first
-    view = memoryview(data)
-    while view:
-        view = view[os.write(2, view) :]
-
-
-_RAW = _Held()
-HELD = io.TextIOWrapper(
-    io.BufferedWriter(_RAW), encoding="utf-8", errors="backslashreplace", line_buffering=True
-)
-
-
-def release() -> None:
-    """Write what waits, once; from now on what is written to :data:`HELD` passes through."""
-    with contextlib.suppress(OSError, ValueError):
-        HELD.flush()
-    _RAW.release()
+def hold() -> HookOutput:
+    """Keep the CLI's stdout and stderr for the answer, and hold the process's own output
+    (see the module's docstring). Called once, as a hook process starts."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    # private copies (``os.dup``'s are not inherited): no child of a guard gets the CLI's pipes
+    answer = open(os.dup(1), "w", encoding="utf-8", closefd=True)  # noqa: SIM115 - to the end
+    said = open(os.dup(2), "w", encoding="utf-8", closefd=True)  # noqa: SIM115 - to the end
+    try:
+        spill = os.memfd_create("otelhooks-hook-output")
+    except (OSError, AttributeError):
+        os.dup2(2, 1)  # no memory file: stdout is stderr, the answer's stream is apart
+        sys.stdout = sys.stderr = said
+        return HookOutput(answer, said, None)
+    # appended to, by every process that shares it, never over each other's text
+    fcntl.fcntl(spill, fcntl.F_SETFL, fcntl.fcntl(spill, fcntl.F_GETFL) | os.O_APPEND)
+    os.dup2(spill, 1)
+    os.dup2(spill, 2)
+    own = open(1, "w", 1, "utf-8", "backslashreplace", closefd=False)  # noqa: SIM115 - to the end
+    sys.stdout = sys.stderr = own
+    output = HookOutput(answer, said, spill)
+    # registered before any guard's: it runs after theirs, and after the threads they left
+    atexit.register(output.release)
+    return output

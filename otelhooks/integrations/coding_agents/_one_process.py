@@ -4,24 +4,21 @@ reads, or, past its time, the late answer (:class:`Deadline`)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
-from typing import Any, TextIO
+from typing import Any
 
 import structlog
 
 from otelhooks._actions._asker import Asker
 from otelhooks.integrations.coding_agents._common import HookResponse
-from otelhooks.integrations.coding_agents._held_output import HELD, release
+from otelhooks.integrations.coding_agents._held_output import HookOutput
 from otelhooks.integrations.coding_agents._run import BridgeOptions, _run_hook, late_refusal
 from otelhooks.integrations.coding_agents._unheard import tool_use_id_of, unheard
 
@@ -33,7 +30,12 @@ _WATCH_S = 0.25
 
 
 def answer_process(
-    raw: bytes, options: BridgeOptions, *, answer_s: float, fixed: bool = False
+    raw: bytes,
+    options: BridgeOptions,
+    output: HookOutput,
+    *,
+    answer_s: float,
+    fixed: bool = False,
 ) -> int:
     """One hook process's whole answer (``otelhooks claude-code``, ``codex``, ``gemini``):
     :func:`run_hook`'s, printed, and its exit code.
@@ -49,11 +51,9 @@ def answer_process(
 
     The answer is written in UTF-8 whatever the locale, as the CLIs read it: in a Latin-1
     locale a deny reason with a character it lacks (U+2019) crashed the printing (exit 1, and
-    the tool ran). It is alone on stdout (:func:`_answer_stream`).
+    the tool ran). It is alone on ``output``'s streams, the process's own output after it
+    (:func:`~._held_output.hold`).
     """
-    if isinstance(sys.stderr, io.TextIOWrapper):
-        sys.stderr.reconfigure(encoding="utf-8")
-    answer_to = _answer_stream()
     from otelhooks.integrations.claude_code.hook_client import ASKED_AT_ENV, STARTED_AT_ENV
 
     tell, asked, client = _waiting_client(), _asked_at(ASKED_AT_ENV), _asked_at(STARTED_AT_ENV)
@@ -61,7 +61,7 @@ def answer_process(
         raw,
         options,
         answer_s,
-        answer_to,
+        output,
         tell=tell,
         started=asked if tell is not None else None,
         client_started=client if tell is not None else None,
@@ -82,7 +82,7 @@ def answer_process(
         done.set()
         deadline.cancel()
         signal.signal(signal.SIGTERM, previous)
-        release()  # no answer printed (an error, a client gone): the lines all the same
+        output.release()  # no answer printed (an error, a client gone): the lines all the same
     return response.exit_code
 
 
@@ -128,32 +128,18 @@ def _end_hooks_then_die(signum: int, frame: FrameType | None) -> None:
     from otelhooks.integrations.claude_code._daemon_probe import end_hooks_of
 
     end_hooks_of(os.getpid())
-    # the lines held stay held (HELD): taking their lock here, in a signal handler, could
-    # wait forever on the main thread it interrupted; the CLI reads nothing of a hook it ended
+    # the output held stays held: taking its lock here, in a signal handler, could wait
+    # forever on the main thread it interrupted; the CLI reads nothing of a hook it ended
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
 
-def _answer_stream() -> TextIO:
-    """The stdout the CLI reads the answer from, kept for the answer alone. A CLI takes a hook's
-    stdout for its JSON answer only when it is that JSON: a guard's ``print`` (or a command it
-    started on the inherited stdout) in front of a deny made it plain text, and the tool ran.
-    So from here on the process's own stdout is its stderr: descriptor 1 at once, ``sys.stdout``
-    after the answer (:data:`HELD`: what it prints before would precede an exit-2 reason)."""
-    sys.stdout.flush()
-    answer = open(os.dup(1), "w", encoding="utf-8", closefd=True)  # noqa: SIM115 - kept to the end
-    os.dup2(2, 1)
-    sys.stdout = HELD
-    return answer
-
-
-def _print(response: HookResponse, answer_to: TextIO) -> None:
+def _print(response: HookResponse, output: HookOutput) -> None:
     if response.stdout:
-        print(response.stdout, file=answer_to)
-        answer_to.flush()
+        print(response.stdout, file=output.answer, flush=True)
     if response.stderr:
-        print(response.stderr, file=sys.stderr)
-    release()  # what was written so far follows the answer's reason
+        print(response.stderr, file=output.said, flush=True)
+    output.release()  # what the process wrote so far follows the answer's reason
 
 
 def _waiting_client() -> int | None:
@@ -199,7 +185,7 @@ class Deadline:
         raw: bytes,
         options: BridgeOptions,
         answer_s: float,
-        answer_to: TextIO,
+        output: HookOutput,
         *,
         tell: int | None = None,
         started: float | None = None,
@@ -210,7 +196,7 @@ class Deadline:
         from otelhooks.integrations.coding_agents._run import answer_limit
 
         self.raw, self.options, self.answer_s = raw, options, answer_s
-        self._answer_to = answer_to
+        self._output = output
         # when the hook client read the event, if a daemon failed to answer it first: the time
         # that daemon used is gone from the CLI's timeout too
         now = time.monotonic()
@@ -285,9 +271,7 @@ class Deadline:
                 except OSError:
                     pass  # nowhere to say it: the count stays
                 else:
-                    with contextlib.suppress(OSError):  # what was for the client's stderr
-                        sys.stderr.flush()
-                    os.dup2(fd, 2)
+                    self._output.redirect(fd)
                     os.close(fd)
             self._gone = True
         return True
@@ -299,7 +283,7 @@ class Deadline:
             return False
         self._tell_client({"answered": response.exit_code})
         if not self.gone():
-            _print(response, self._answer_to)
+            _print(response, self._output)
         return True
 
     def cancel(self) -> None:
@@ -330,9 +314,8 @@ class Deadline:
         if self.gone():  # counted nowhere: the process ends here, its counts unexported
             unheard(None, self._event, tool_use_id_of(self.raw), late)
         else:
-            _print(late, self._answer_to)
-        release()  # gone, nothing was printed: the lines go to the daemon's log
-        sys.stderr.flush()
+            _print(late, self._output)
+        self._output.release()  # gone, nothing was printed: the lines go to the daemon's log
         from otelhooks.integrations.claude_code._daemon_probe import end_hooks_of
 
         end_hooks_of(os.getpid())  # their timeouts were this process's to keep
