@@ -1,12 +1,14 @@
 """The web view and the inbox at the sizes teams reach, where a person waits (branch r-web4).
 
-``python benchmarks/web_scale_bench.py trace --spans 49999``: one run of ``--spans`` spans
+``python benchmarks/web_scale_bench.py trace --spans 49948``: one run of ``--spans`` spans
 (``tests/web/_otlp.py``'s ``big_trace``), posted as OTLP/JSON to an in-process ``serve``; then
 serve's outline (bytes, seconds and this process's CPU seconds for it), the click on the run to
 its first rows drawn in Debian's Chromium, the longest task meanwhile (``longtask``), the tab's
 JS heap (CDP ``Performance.getMetrics``), and one more span posted to the open run: the time to
-its row drawn, the bytes the page read for it and the longest task. serve keeps 50,000 spans of
-a trace (the rest are counted, not kept): 49,999 leaves room for the one more.
+its row drawn, the bytes the page read for it, the longest task and the tab's main thread
+busy for it (CDP ``TaskDuration``); then the same of a step of 50 calls posted as a live
+agent sends it (the calls before their step, six posts). serve keeps 50,000
+spans of a trace (the rest are counted, not kept): 49,948 leaves room for the 52 more.
 
 ``... ops --runs 10000``: ``--runs`` runs of one span each; the list's first rows, what the page
 reads, and what it reads again when one more run arrives.
@@ -48,6 +50,25 @@ def _heap(page: Any) -> float:
     cdp.send("Performance.enable")
     metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
     return float(metrics["JSHeapUsedSize"]) / 2**20
+
+
+# waits for the title to say `n` spans without polling the page (Playwright's waits poll it:
+# tasks counted in the tab's busy time)
+SPANS_SAID = """(n) => new Promise((done) => {
+  const meta = document.getElementById('trace-meta');
+  const said = () => meta.textContent.startsWith(`${n} spans`);
+  if (said()) return done();
+  new MutationObserver((_, watch) => { if (said()) { watch.disconnect(); done(); } })
+    .observe(meta, { childList: true, characterData: true, subtree: true });
+})"""
+
+
+def _busy_ms(cdp: Any) -> float:
+    """The tab's main thread time in tasks since ``cdp`` enabled ``Performance`` (CDP
+    ``TaskDuration``: script, style, layout; ``ScriptDuration`` read 0 for these updates here),
+    in ms. A long task is one over 50 ms: updates of 40 ms are none, however many come."""
+    metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    return float(metrics["TaskDuration"]) * 1000
 
 
 def _reads(page: Any) -> list[tuple[str, int]]:
@@ -98,18 +119,45 @@ def bench_trace(browser: Any, url: str, client: httpx.Client, count: int) -> Non
         )
         reads = _reads(page)
         page.evaluate("window.longest = 0")
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Performance.enable")
+        busy = _busy_ms(cdp)
         started = time.monotonic()
         post(client, [span(trace_id, ids()[1], "execute_tool late-one", parent=spans[0]["spanId"])])
-        page.locator("#trace-meta", has_text=f"{n + 1} spans").wait_for(timeout=WAIT_MS)
+        page.evaluate(SPANS_SAID, n + 1)
         shown = time.monotonic() - started
         read = sum(b for _, b in reads)
         longest = page.evaluate("window.longest")
         print(
             f"one span more: shown in {shown:.2f} s, page read {read / 2**20:.2f} MiB"
-            f" ({len(reads)} responses), longest task {longest:.0f} ms"
+            f" ({len(reads)} responses), longest task {longest:.0f} ms,"
+            f" busy {_busy_ms(cdp) - busy:.0f} ms"
         )
+        _live_step(page, cdp, client, trace_id, spans[0]["spanId"], n + 1)
     finally:
         page.context.close()
+
+
+def _live_step(
+    page: Any, cdp: Any, client: httpx.Client, trace_id: str, root: str, held: int
+) -> None:
+    """A step of 50 calls posted as a live agent sends it (a span is sent when it ends: the
+    calls first, 10 to a post, then their step): the time to the step drawn and the longest
+    task meanwhile."""
+    _, step = ids()
+    calls = [span(trace_id, ids()[1], f"execute_tool live-{n}", parent=step) for n in range(50)]
+    page.evaluate("window.longest = 0")
+    busy = _busy_ms(cdp)
+    started = time.monotonic()
+    for at in range(0, 50, 10):
+        post(client, calls[at : at + 10])
+    post(client, [span(trace_id, step, "step live", parent=root)])
+    page.evaluate(SPANS_SAID, held + 51)
+    print(
+        f"a live step (6 posts, 51 spans): shown in {time.monotonic() - started:.2f} s,"
+        f" longest task {page.evaluate('window.longest'):.0f} ms,"
+        f" busy {_busy_ms(cdp) - busy:.0f} ms"
+    )
 
 
 def bench_ops(browser: Any, url: str, client: httpx.Client, runs: int) -> None:

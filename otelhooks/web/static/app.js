@@ -5,7 +5,8 @@
   const { el, visible, api, duration, when } = oh;
   const ROW = 24;
   const MAX_INDENT = 12;
-  const page = { next: null, open: null, trace: null, rows: [], collapsed: new Set(), selected: null };
+  const collapsed = new Set(); // the ids of the spans whose children the person hid
+  const page = { next: null, open: null, trace: null, tree: ohTree.make(collapsed), selected: null };
   const $ = (id) => document.getElementById(id);
 
   function filters() {
@@ -103,50 +104,10 @@
     return `k-${KINDS[span.o] || 'span'}`;
   }
 
-  // The rows of the tree, parents before their children. Every span is drawn whatever its
-  // parents say (a sender chooses them): a span whose parent chain never reaches a root (two
-  // spans each the other's parent, a span its own) starts a tree of its own, and a span id sent
-  // twice has its children drawn once. Before, a ring was left off the page (a denial in it
-  // too), and a span id sent twice to make one (x under y under x) froze the tab for good.
-  function flatten(spans) {
-    const ids = new Set(spans.map((s) => s.s));
-    const children = new Map();
-    const roots = [];
-    for (const s of spans) {
-      if (s.p && s.p !== s.s && ids.has(s.p)) {
-        if (!children.has(s.p)) children.set(s.p, []);
-        children.get(s.p).push(s);
-      } else roots.push(s);
-    }
-    const byStart = (a, b) => a.t0 - b.t0;
-    roots.sort(byStart);
-    for (const list of children.values()) list.sort(byStart);
-    const rows = [];
-    const reached = new Set(); // spans walked, shown or under a collapsed one
-    const opened = new Set(); // span ids whose children were walked
-    const walk = (root) => {
-      const stack = [[root, 0, false]];
-      while (stack.length) {
-        const [s, depth, hidden] = stack.pop();
-        if (reached.has(s)) continue;
-        reached.add(s);
-        const kids = opened.has(s.s) ? [] : (children.get(s.s) || []);
-        opened.add(s.s);
-        if (!hidden) rows.push({ span: s, depth, kids: kids.length });
-        const under = hidden || page.collapsed.has(s.s);
-        for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], depth + 1, under]);
-      }
-    };
-    for (const root of roots) walk(root);
-    const left = spans.filter((s) => !reached.has(s)).sort(byStart);
-    for (const s of left) walk(s);
-    return rows;
-  }
-
   function renderRows() {
     const box = $('wf');
     const inner = $('wf-inner');
-    const rows = page.rows;
+    const rows = page.tree.rows;
     inner.style.height = `${rows.length * ROW}px`;
     const first = Math.max(0, Math.floor(box.scrollTop / ROW) - 10);
     const last = Math.min(rows.length, first + Math.ceil(box.clientHeight / ROW) + 20);
@@ -163,11 +124,11 @@
       // indented at most MAX_INDENT levels, the depth said past them: a chain of 300 spans
       // pushed its last rows' names and marks out of their column
       name.style.paddingLeft = `${4 + Math.min(depth, MAX_INDENT) * 14}px`;
-      const toggle = el('span', 'toggle', kids ? (page.collapsed.has(s.s) ? '▸' : '▾') : '');
+      const toggle = el('span', 'toggle', kids ? (collapsed.has(s.s) ? '▸' : '▾') : '');
       toggle.addEventListener('click', (ev) => {
         ev.stopPropagation();
-        if (page.collapsed.has(s.s)) page.collapsed.delete(s.s); else page.collapsed.add(s.s);
-        page.rows = flatten(page.trace.spans);
+        if (collapsed.has(s.s)) collapsed.delete(s.s); else collapsed.add(s.s);
+        page.tree.again(page.trace.spans);
         renderRows();
       });
       const label = el('span', 'span-name', s.n);
@@ -260,21 +221,25 @@
   // The open run read again (keepScroll: the live view) asks only for the spans after those it
   // holds: serve answers with them (`from`: how many it left out) or, when the page's are not
   // the run's start, with all (`from` 0). An open run of 50,000 spans was 7 MiB read and drawn
-  // again at each span its agent added, the tab busy for seconds at a time.
+  // again at each span its agent added, the tab busy for seconds at a time. The new spans are
+  // added to the spans held and put in the tree drawn (ohTree), not the tree built again.
   const traceView = oh.latest();
   async function loadTrace(traceId, keepScroll) {
     const held = keepScroll && page.trace && page.trace.id === traceId ? page.trace.spans : [];
     const after = held.length ? `&from=${held.length}&last=${held[held.length - 1].s}` : '';
     try {
       await traceView(`/v1/ui/traces/${traceId}?view=outline${after}`, (body) => {
+        let added = null;
         if (body.from) {
           // the newest request is the one shown (oh.latest): asked from what the page holds
           if (body.from !== held.length || page.trace === null || page.trace.spans !== held) {
             throw new Error('the run changed while it was read; reading it again');
           }
-          body.spans = held.concat(body.spans);
+          added = body.spans;
+          for (const s of added) held.push(s);
+          body.spans = held;
         }
-        return showTrace(traceId, body, keepScroll);
+        return showTrace(traceId, body, keepScroll, added);
       });
     } catch (err) {
       $('trace').hidden = false;
@@ -284,7 +249,7 @@
         page.open = null;
         page.trace = null;
         page.selected = null;
-        page.rows = [];
+        page.tree.build([]);
         $('wf-inner').replaceChildren();
         $('trace-meta').textContent = '';
         $('detail').hidden = true;
@@ -298,14 +263,17 @@
     return loadTrace(traceId, false).catch(() => null);
   }
 
-  function showTrace(traceId, body, keepScroll) {
+  // `added`: the spans of `body` new to the run drawn (the rest the page held), or null.
+  function showTrace(traceId, body, keepScroll, added) {
     const first = page.open !== traceId;
     page.open = traceId;
-    if (first) { page.collapsed.clear(); page.selected = null; $('detail').hidden = true; }
-    let start = Infinity; let end = 0;
-    for (const s of body.spans) { if (s.t0 < start) start = s.t0; if (s.t1 > end) end = s.t1; }
+    if (first) { collapsed.clear(); page.selected = null; $('detail').hidden = true; }
+    const grown = added && !first && page.trace;
+    let start = grown ? page.trace.start : Infinity;
+    let end = grown ? page.trace.end : 0;
+    for (const s of grown ? added : body.spans) { if (s.t0 < start) start = s.t0; if (s.t1 > end) end = s.t1; }
     page.trace = { id: traceId, spans: body.spans, start, end, updated: body.summary.updated };
-    page.rows = flatten(body.spans);
+    if (grown) page.tree.add(added, body.spans); else page.tree.build(body.spans);
     $('trace').hidden = false;
     $('trace-title').textContent = visible(`${body.summary.agent || body.summary.root} · ${traceId}`);
     const dropped = body.dropped ? ` · ${body.dropped} spans not kept` : '';
