@@ -1,7 +1,7 @@
 """``install --fail-closed`` covers every event whose hook can stop or change what goes through,
 checked with the real Claude Code CLI.
 
-Claude Code 2.1.332 honours ``onFailure: "block"`` on every event but ``Stop``,
+Claude Code 2.1.332 and 2.1.337 honour ``onFailure: "block"`` on every event but ``Stop``,
 ``SubagentStop``, ``TaskCompleted`` and ``TeammateIdle`` (and never on an ``async`` hook). Before,
 ``--fail-closed`` wrote it on ``PreToolUse``, ``PreSkillShellCommand`` and ``UserPromptSubmit``
 only: a bridge that could not run at all (its interpreter gone, a removed virtualenv) on a

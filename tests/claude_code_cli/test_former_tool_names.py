@@ -3,7 +3,7 @@
 Claude Code renamed tools and still matches a hook by the former name: ``Task`` (the subagent
 tool in years of hook examples) is ``Agent`` now, ``KillShell`` is ``TaskStop`` ...; a hook with
 ``"matcher": "Task"`` runs on an ``Agent`` call, and so does a handler's ``"if": "Task(*)"``
-(checked with the pinned CLI 2.1.332: the ``claude-code-itself`` cases). The same guard run by
+(checked with the pinned CLI 2.1.337: the ``claude-code-itself`` cases). The same guard run by
 the bridge ``claude-code install`` wrote, in a hooks file of Claude Code's format or otelhooks'
 own, must deny that call too: before, the bridge matched the tool by its current name alone,
 the guard never ran and the subagent did.

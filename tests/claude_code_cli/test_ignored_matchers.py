@@ -3,7 +3,7 @@
 Claude Code filters a handler by its ``matcher`` only on events that have a matcher value (the
 tool name, a session's ``source`` ...). On ``UserPromptSubmit``, ``Stop``, ``PostToolBatch`` and
 the other events without one, it runs every handler, whatever its matcher says (checked with the
-pinned CLI 2.1.332: a ``UserPromptSubmit`` guard written with ``"matcher": "Bash"`` blocks the
+pinned CLI 2.1.337: a ``UserPromptSubmit`` guard written with ``"matcher": "Bash"`` blocks the
 prompt, the first case). The same guard in a hooks file of Claude Code's format, run by the
 bridge ``claude-code install`` wrote, must block it too: before, the bridge matched ``Bash``
 against a prompt, never ran the guard, and the prompt reached the model.

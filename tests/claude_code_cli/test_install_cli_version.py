@@ -1,7 +1,7 @@
 """``otelhooks claude-code install`` asks the ``claude`` on ``PATH`` for its version: Claude Code
 before 2.1.332 never fires ``PreSkillShellCommand``, so a skill's inline ``!`cmd` `` runs there
 without the guards seeing it, and install says so on stderr (exit code unchanged, the hooks
-written). The real CLI (2.1.332) gets no such warning; no ``claude`` on ``PATH``, nothing is said;
+written). The real CLI (2.1.337) gets no such warning; no ``claude`` on ``PATH``, nothing is said;
 one that hangs is killed at the deadline and install warns that it could not tell.
 
 Before, install said nothing whatever the version.

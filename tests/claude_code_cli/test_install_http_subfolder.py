@@ -1,5 +1,5 @@
 """``otelhooks claude-code install --http`` at a git repository's root says that Claude Code
-started in a subfolder runs none of its hooks, checked with the real Claude Code CLI 2.1.332.
+started in a subfolder runs none of its hooks, checked with the real Claude Code CLI 2.1.337.
 
 The ``--http`` form goes to the shared ``.claude/settings.json``. Claude Code started in a
 subfolder of a git repository runs the hooks of the root's ``settings.local.json`` but not those

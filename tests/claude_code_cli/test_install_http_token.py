@@ -1,6 +1,6 @@
 """``otelhooks claude-code install --http`` writes hooks that send ``$OTELHOOKS_INGEST_TOKEN``
 from Claude Code's own environment. Run without it, every hook gets ``401`` from ``serve``,
-which Claude Code takes for a hook that failed: without ``--fail-closed`` the real CLI 2.1.332
+which Claude Code takes for a hook that failed: without ``--fail-closed`` the real CLI 2.1.337
 runs the tool, saying nothing in ``-p`` mode (a guard with ``on_error: block`` never ran), and
 with it blocks every guarded call. Install says so when the variable is not set where it runs
 (before, it said only that the guards fail open when serve is "down or silent").

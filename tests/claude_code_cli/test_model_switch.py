@@ -1,7 +1,7 @@
 """A guard on a switch of the session's model, ``PreModelSwitch``, through the bridge, with the
 real Claude Code CLI.
 
-Claude Code 2.1.332 runs ``PreModelSwitch`` hooks before it switches the session's model (its
+Claude Code 2.1.337 runs ``PreModelSwitch`` hooks before it switches the session's model (its
 hook input names ``from_model``, ``to_model``, ``requested_model`` and ``source``; an SDK host's
 ``set_model`` control request is ``source: "sdk"``), and a deny (``permissionDecision``, or exit
 2) cancels the switch; ``PostModelSwitch`` follows a switch made. Before, otelhooks did not map

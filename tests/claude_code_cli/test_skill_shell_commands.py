@@ -1,6 +1,6 @@
 """A skill's inline shell command (``!`cmd` `` in its ``SKILL.md``) meets the installed guards.
 
-Claude Code 2.1.332 runs such a command as the skill loads, through its shell, and fires no
+Claude Code 2.1.337 runs such a command as the skill loads, through its shell, and fires no
 ``PreToolUse`` for it: it fires ``PreSkillShellCommand`` (``tool_name: "Bash"``, the command as
 ``tool_input.command``), where a deny keeps the command from running. ``install`` hooks that event
 and the bridge judges it as the ``Bash`` call it is. Before, nothing was installed for it and the

@@ -16,7 +16,7 @@ from tests.conformance.claude_code._bridge_cli import fixture
 DOC = (Path(__file__).resolve().parents[3] / "docs" / "adapters.md").read_text()
 
 
-# Events of the pinned CLI (2.1.332) that the docs' mirror the fixtures come from predates: its
+# Events of the pinned CLI (2.1.337) that the docs' mirror the fixtures come from predates: its
 # hook input schema names them, and tests/claude_code_cli/test_model_switch.py fires them
 CLI_ONLY = {"PreModelSwitch", "PostModelSwitch"}
 

@@ -1,6 +1,6 @@
 """``onFailure`` of a Claude Code settings handler, read as Claude Code reads it.
 
-``fixtures/on_failure.json`` names its source (the Claude Code CLI 2.1.332 that
+``fixtures/on_failure.json`` names its source (the Claude Code CLI 2.1.337 that
 ``tests/claude_code_cli/package-lock.json`` pins, whose settings schema and hook runner define
 the field) and holds what it says: ``"continue"`` (the default) lets the event go on when the
 handler cannot start, times out or exits with a code other than 0 or 2 (a non-blocking error),
