@@ -6,8 +6,11 @@ the real one-process bridge and bridge daemon they start, real command guards.""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +18,7 @@ import pytest
 
 from tests.integrations._daemon_procs import (
     NO_ANSWER,
+    REPO,
     Hooked,
     bash,
     client_env,
@@ -304,6 +308,31 @@ def test_a_child_a_guard_leaves_running_holds_no_pipe_of_the_cli(
     finally:
         with contextlib.suppress(OSError, ValueError):
             os.kill(int((tmp_path / "child.pid").read_text()), signal.SIGKILL)
+
+
+def test_without_a_memory_file_the_answer_is_still_alone_on_stdout(tmp_path: Path) -> None:
+    """Where no memory file can be made (no ``memfd_create``: another system, or the process
+    out of descriptors), the process's own output goes to the CLI's stderr at once, as before
+    it was held: the answer is still alone on stdout, the deny still a deny."""
+    (tmp_path / "otelhooks.yaml").write_text(PRINTING_GUARD)
+    (tmp_path / "guard.py").write_text(PRINTS)
+    event = {**bash("call_1", "rm -rf /"), "cwd": str(tmp_path)}
+    no_memfd = "import os, runpy; del os.memfd_create; runpy.run_module('otelhooks')"
+    done = subprocess.run(
+        [sys.executable, "-c", no_memfd, "codex", "--hooks", "otelhooks.yaml"],
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OTELHOOKS_BRIDGE_STATE": str(tmp_path / "s")},
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny", done.stdout
+    assert "rm -rf is not allowed here" in done.stderr
+    assert "guard: checking rm -rf /" in done.stderr
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
