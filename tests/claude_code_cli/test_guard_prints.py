@@ -41,13 +41,15 @@ def guard(event):
 RM = [{"id": "call_rm", "tool": "Bash", "args": {"command": "rm -r victim"}}]
 
 
-def test_a_guard_that_prints_still_denies(tmp_path: Path) -> None:
+def _denied_by_the_one_process_bridge(tmp_path: Path, guard: str) -> None:
+    """Claude Code runs the scripted ``rm -r victim`` under ``guard``, the first event of a
+    session: the one-process bridge answers it. The folder survives; the model is told why."""
     need_cli(CLAUDE)
     project = tmp_path / "project"
     (project / "victim").mkdir(parents=True)
     (project / "victim" / "keep.txt").write_text("precious")
     (project / "hooks.yaml").write_text(HOOKS)
-    (project / "guard.py").write_text(GUARD)
+    (project / "guard.py").write_text(guard)
     install(project / ".claude" / "settings.json", hooks_file="hooks.yaml", events=["PreToolUse"])
     # a socket folder of its own: no bridge daemon runs yet, the one-process bridge answers
     runtime = tmp_path / "rt"
@@ -56,6 +58,10 @@ def test_a_guard_that_prints_still_denies(tmp_path: Path) -> None:
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious", run.told()
     assert "no rm here" in run.told(), run.told()
+
+
+def test_a_guard_that_prints_still_denies(tmp_path: Path) -> None:
+    _denied_by_the_one_process_bridge(tmp_path, GUARD)
 
 
 LEAVES_A_CHILD = """\
@@ -77,22 +83,9 @@ def test_a_guard_that_leaves_a_child_running_still_denies(tmp_path: Path) -> Non
     """The child inherits the hook process's descriptors 1 and 2. When they were Claude Code's
     pipes, Claude Code waited for them to close (the child's 120 s) past the hook's 30 s
     timeout, then ran the tool: the folder was deleted, and nothing said the guard denied."""
-    need_cli(CLAUDE)
-    project = tmp_path / "project"
-    (project / "victim").mkdir(parents=True)
-    (project / "victim" / "keep.txt").write_text("precious")
-    (project / "hooks.yaml").write_text(HOOKS)
-    (project / "guard.py").write_text(LEAVES_A_CHILD)
-    install(project / ".claude" / "settings.json", hooks_file="hooks.yaml", events=["PreToolUse"])
-    runtime = tmp_path / "rt"
-    runtime.mkdir(mode=0o700)  # no bridge daemon runs yet: the one-process bridge answers
     try:
-        run = run_claude(
-            project, tmp_path / "home", RM, extra_env={"XDG_RUNTIME_DIR": str(runtime)}
-        )
-        assert run.returncode == 0, skip_reason(run)
-        assert (project / "victim" / "keep.txt").read_text() == "precious", run.told()
-        assert "no rm here" in run.told(), run.told()
+        _denied_by_the_one_process_bridge(tmp_path, LEAVES_A_CHILD)
     finally:
         with contextlib.suppress(OSError, ValueError):
-            os.kill(int((project / "child.pid").read_text()), signal.SIGKILL)
+            pid = (tmp_path / "project" / "child.pid").read_text()
+            os.kill(int(pid), signal.SIGKILL)
