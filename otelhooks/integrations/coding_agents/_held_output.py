@@ -84,7 +84,9 @@ def hold() -> HookOutput:
     fcntl.fcntl(spill, fcntl.F_SETFL, fcntl.fcntl(spill, fcntl.F_GETFL) | os.O_APPEND)
     os.dup2(spill, 1)
     os.dup2(spill, 2)
-    own = open(1, "w", 1, "utf-8", "backslashreplace", closefd=False)  # noqa: SIM115 - to the end
+    own = open(  # noqa: SIM115 - to the end
+        1, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False
+    )
     sys.stdout = sys.stderr = own
     output = HookOutput(answer, said, spill)
     # registered before any guard's: it runs after theirs, and after the threads they left
