@@ -50,8 +50,8 @@ hooks:
 """
 CALLS = {
     "claude-code": (
-        "claude-code-2.1.332-shell-PreToolUse",
-        "claude-code-2.1.332-shell-PostToolUse",
+        "claude-code-2.1.337-shell-PreToolUse",
+        "claude-code-2.1.337-shell-PostToolUse",
     ),
     "codex": ("codex-0.171.0-shell-PreToolUse", "codex-0.171.0-shell-PostToolUse"),
     "gemini": ("gemini-0.61.0-shell-BeforeTool", "gemini-0.61.0-shell-AfterTool"),

@@ -289,7 +289,7 @@ _GUARD_FILES = {
     ),
 }
 _SHELL_CALLS = {
-    "claude-code": "kinds/claude-code-2.1.332-shell-PreToolUse",
+    "claude-code": "kinds/claude-code-2.1.337-shell-PreToolUse",
     "codex": "codex-PreToolUse",
     "gemini": "gemini-BeforeTool",
 }
