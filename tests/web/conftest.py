@@ -61,12 +61,22 @@ def served() -> Iterator[EventLogServer]:
         yield started
 
 
-@pytest.fixture
-def api(server: EventLogServer) -> Iterator[httpx.Client]:
+def _client(of: EventLogServer) -> Iterator[httpx.Client]:
     # serve's ingest runs every received span through its hooks (about a millisecond a span
     # here): a 10,000-span request takes seconds on a loaded machine
-    with httpx.Client(base_url=server.url, headers=AUTH, timeout=120) as client:
+    with httpx.Client(base_url=of.url, headers=AUTH, timeout=120) as client:
         yield client
+
+
+@pytest.fixture
+def api(server: EventLogServer) -> Iterator[httpx.Client]:
+    yield from _client(server)
+
+
+@pytest.fixture
+def served_api(served: EventLogServer) -> Iterator[httpx.Client]:
+    """A client of the module's one serve (:func:`served`)."""
+    yield from _client(served)
 
 
 @contextmanager

@@ -9,7 +9,6 @@ OTLP/JSON, Debian's Chromium.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -17,26 +16,19 @@ import pytest
 
 from otelhooks import EventLogServer
 from tests.web._otlp import big_trace, ids, post, span
-from tests.web.conftest import AUTH, log_in
+from tests.web.conftest import log_in
 
 pytestmark = pytest.mark.timeout(180)
 
 SPANS = 2000
 
 
-@pytest.fixture
-def api(served: EventLogServer) -> Iterator[httpx.Client]:
-    # serve runs every received span through its hooks: thousands take seconds here
-    with httpx.Client(base_url=served.url, headers=AUTH, timeout=120) as client:
-        yield client
-
-
 def test_a_span_added_to_the_open_run_is_read_alone_and_drawn(
-    browser: Any, served: EventLogServer, api: httpx.Client
+    browser: Any, served: EventLogServer, served_api: httpx.Client
 ) -> None:
     spans = big_trace(SPANS)
     trace_id, root = spans[0]["traceId"], spans[0]["spanId"]
-    post(api, spans)
+    post(served_api, spans)
     page = log_in(browser, served.url)
     try:
         page.locator("#ops-body tr.op", has_text="big-bot").click(timeout=10_000)
@@ -49,7 +41,7 @@ def test_a_span_added_to_the_open_run_is_read_alone_and_drawn(
 
         page.on("response", on)
         for n in (1, 2):
-            post(api, [span(trace_id, ids()[1], f"execute_tool late-{n}", parent=root)])
+            post(served_api, [span(trace_id, ids()[1], f"execute_tool late-{n}", parent=root)])
             page.locator("#trace-meta", has_text=f"{SPANS + n} spans").wait_for(timeout=30_000)
         page.evaluate("document.getElementById('wf').scrollTop = 1e9")
         late = page.locator(".wf-row .span-name", has_text="execute_tool late-")
@@ -63,25 +55,28 @@ def test_a_span_added_to_the_open_run_is_read_alone_and_drawn(
 
 
 def test_a_page_whose_spans_are_not_the_run_s_start_gets_them_all(
-    served: EventLogServer, api: httpx.Client
+    served: EventLogServer, served_api: httpx.Client
 ) -> None:
     trace_id, root = ids()
     (_, a), (_, b) = ids(), ids()
-    post(api, [span(trace_id, root, "invoke_agent r"), span(trace_id, a, "step a", parent=root)])
+    post(
+        served_api,
+        [span(trace_id, root, "invoke_agent r"), span(trace_id, a, "step a", parent=root)],
+    )
     path = f"/v1/ui/traces/{trace_id}?view=outline"
-    whole = api.get(path).json()
+    whole = served_api.get(path).json()
     assert (whole["from"], [s["n"] for s in whole["spans"]]) == (0, ["invoke_agent r", "step a"])
-    post(api, [span(trace_id, b, "step b", parent=root)])
-    after = api.get(f"{path}&from=2&last={a}").json()
+    post(served_api, [span(trace_id, b, "step b", parent=root)])
+    after = served_api.get(f"{path}&from=2&last={a}").json()
     assert (after["from"], [s["n"] for s in after["spans"]]) == (2, ["step b"])
     # what the page holds is not the run's start (another last span, more spans than kept)
     for asked in (f"&from=2&last={root}", f"&from=9&last={b}", "&from=2", f"&from=x&last={a}"):
-        got = api.get(path + asked).json()
+        got = served_api.get(path + asked).json()
         assert (got["from"], len(got["spans"])) == (0, 3), asked
 
 
 def test_a_run_added_leaves_the_list_paged_through_as_long_as_it_was(
-    browser: Any, served: EventLogServer, api: httpx.Client
+    browser: Any, served: EventLogServer, served_api: httpx.Client
 ) -> None:
     agent = "pager-bot"
     runs = []
@@ -89,7 +84,7 @@ def test_a_run_added_leaves_the_list_paged_through_as_long_as_it_was(
         trace_id, root = ids()
         attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}
         runs.append(span(trace_id, root, f"invoke_agent {agent} {n}", attributes=attrs))
-    post(api, runs)
+    post(served_api, runs)
     page = log_in(browser, served.url)
     try:
         page.select_option("#f-agent", agent)
@@ -99,7 +94,7 @@ def test_a_run_added_leaves_the_list_paged_through_as_long_as_it_was(
         rows.nth(149).wait_for(timeout=10_000)
         trace_id, root = ids()
         attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}
-        post(api, [span(trace_id, root, f"invoke_agent {agent} late", attributes=attrs)])
+        post(served_api, [span(trace_id, root, f"invoke_agent {agent} late", attributes=attrs)])
         page.locator("#ops-count", has_text="151 of").wait_for(timeout=10_000)
         page.locator(f"#ops-body tr.op[data-trace='{trace_id}']").wait_for(timeout=10_000)
         # as long as it was, the new run on top, the oldest a page further (before: the first
@@ -112,7 +107,7 @@ def test_a_run_added_leaves_the_list_paged_through_as_long_as_it_was(
 
 
 def test_the_list_offers_the_first_500_agents_as_filters(
-    served: EventLogServer, api: httpx.Client
+    served: EventLogServer, served_api: httpx.Client
 ) -> None:
     # read at every change of the list: 10,000 runs of agents a sender named apart (4,096
     # characters each) made every answer 40 MB; the tools were cut at 500 already
@@ -121,8 +116,8 @@ def test_the_list_offers_the_first_500_agents_as_filters(
         trace_id, root = ids()
         attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": f"agent-{n:04}"}
         runs.append(span(trace_id, root, "invoke_agent", attributes=attrs))
-    post(api, runs)
-    listed = api.get("/v1/ui/operations").json()
+    post(served_api, runs)
+    listed = served_api.get("/v1/ui/operations").json()
     assert listed["agents"] == [f"agent-{n:04}" for n in range(500)]
     # a run of an agent left out is still found by its name
-    assert api.get("/v1/ui/operations?agent=agent-0599").json()["matched"] == 1
+    assert served_api.get("/v1/ui/operations?agent=agent-0599").json()["matched"] == 1

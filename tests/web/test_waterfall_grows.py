@@ -12,7 +12,6 @@ what the page's scripts ran).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -20,7 +19,7 @@ import pytest
 
 from otelhooks import EventLogServer
 from tests.web._otlp import big_trace, ids, post, span
-from tests.web.conftest import AUTH, log_in
+from tests.web.conftest import log_in
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -33,13 +32,6 @@ ROWS = """() => [...document.querySelectorAll('#wf-inner .wf-row')].map((r) => [
   r.classList.contains('selected'), r.querySelector('.wf-bar').style.left,
   r.querySelector('.wf-bar').style.width])"""
 HOSTILE = "<img src=x onerror=alert(1)> \u202eevil"
-
-
-@pytest.fixture
-def api(served: EventLogServer) -> Iterator[httpx.Client]:
-    # serve runs every received span through its hooks: thousands take seconds here
-    with httpx.Client(base_url=served.url, headers=AUTH, timeout=120) as client:
-        yield client
 
 
 def _spans(page: Any, count: int) -> None:
@@ -63,7 +55,7 @@ def _open_fresh(fresh: Any, url: str, trace_id: str, count: int, hidden: str, ch
 
 
 def test_spans_added_to_the_open_run_go_where_a_fresh_open_draws_them(
-    browser: Any, served: EventLogServer, api: httpx.Client
+    browser: Any, served: EventLogServer, served_api: httpx.Client
 ) -> None:
     trace_id, root = ids()
     name = {}  # a span's name: its id
@@ -86,7 +78,7 @@ def test_spans_added_to_the_open_run_go_where_a_fresh_open_draws_them(
         make("execute_tool orphan", missing, 60_000, orphan),
         make("chat orphan's own", orphan, 61_000),
     ]
-    post(api, first)
+    post(served_api, first)
     live = log_in(browser, served.url)
     fresh = log_in(browser, served.url)
     try:
@@ -121,7 +113,7 @@ def test_spans_added_to_the_open_run_go_where_a_fresh_open_draws_them(
             ],
         ]
         for batch in batches:
-            post(api, batch)
+            post(served_api, batch)
             count += len(batch)
             _spans(live, count)
             drawn = live.evaluate(ROWS)
@@ -172,11 +164,11 @@ def _most_run(cdp: Any) -> int:
 
 
 def test_spans_added_to_a_big_open_run_cost_what_they_are_not_the_run(
-    browser: Any, served: EventLogServer, api: httpx.Client
+    browser: Any, served: EventLogServer, served_api: httpx.Client
 ) -> None:
     spans = big_trace(SPANS)
     trace_id, root = spans[0]["traceId"], spans[0]["spanId"]
-    post(api, spans)
+    post(served_api, spans)
     page = log_in(browser, served.url)
     try:
         cdp = page.context.new_cdp_session(page)
@@ -191,11 +183,11 @@ def test_spans_added_to_a_big_open_run_cost_what_they_are_not_the_run(
         # call under the run's root
         _, step = ids()
         post(
-            api,
+            served_api,
             [span(trace_id, ids()[1], f"execute_tool live-{n}", parent=step) for n in range(10)],
         )
-        post(api, [span(trace_id, step, "step live", parent=root)])
-        post(api, [span(trace_id, ids()[1], "execute_tool last", parent=root)])
+        post(served_api, [span(trace_id, step, "step live", parent=root)])
+        post(served_api, [span(trace_id, ids()[1], "execute_tool last", parent=root)])
         _spans(page, SPANS + 12)
         counted = _most_run(cdp)
         page.evaluate("document.getElementById('wf').scrollTop = 1e9")
