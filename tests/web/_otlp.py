@@ -183,3 +183,10 @@ def big_trace(count: int) -> list[dict[str, Any]]:
             )
         )
     return spans
+
+
+def posted_big_trace(client: httpx.Client, count: int) -> tuple[str, str]:
+    """:func:`big_trace` of ``count`` spans posted through ``client``: its trace and root ids."""
+    spans = big_trace(count)
+    post(client, spans)
+    return spans[0]["traceId"], spans[0]["spanId"]

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer
-from tests.web._otlp import big_trace, ids, post, span
+from tests.web._otlp import ids, post, posted_big_trace, span
 from tests.web.conftest import log_in
 
 pytestmark = pytest.mark.timeout(180)
@@ -26,9 +26,7 @@ SPANS = 2000
 def test_a_span_added_to_the_open_run_is_read_alone_and_drawn(
     browser: Any, served: EventLogServer, served_api: httpx.Client
 ) -> None:
-    spans = big_trace(SPANS)
-    trace_id, root = spans[0]["traceId"], spans[0]["spanId"]
-    post(served_api, spans)
+    trace_id, root = posted_big_trace(served_api, SPANS)
     page = log_in(browser, served.url)
     try:
         page.locator("#ops-body tr.op", has_text="big-bot").click(timeout=10_000)

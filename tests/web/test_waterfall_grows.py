@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer
-from tests.web._otlp import big_trace, ids, post, span
+from tests.web._otlp import ids, post, posted_big_trace, span
 from tests.web.conftest import log_in
 
 pytestmark = pytest.mark.timeout(240)
@@ -166,9 +166,7 @@ def _most_run(cdp: Any) -> int:
 def test_spans_added_to_a_big_open_run_cost_what_they_are_not_the_run(
     browser: Any, served: EventLogServer, served_api: httpx.Client
 ) -> None:
-    spans = big_trace(SPANS)
-    trace_id, root = spans[0]["traceId"], spans[0]["spanId"]
-    post(served_api, spans)
+    trace_id, root = posted_big_trace(served_api, SPANS)
     page = log_in(browser, served.url)
     try:
         cdp = page.context.new_cdp_session(page)
