@@ -216,7 +216,7 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
         False,
         tools.StopByHumanInterventionEvent,
         "operation ends with reason `interrupted`",
-        {L: ("onStopByHumanIntervention",), A: ("on_terminate",)},
+        {L: ("onStopByHumanIntervention",), A: ("on_terminate",), W: ("Interrupt",)},
     ),
     # compaction
     EventSpec(

@@ -354,6 +354,7 @@ class SharedSessions(ServerSessions):
         self._keep(tool)
         return tool
 
+    end_turn = _or_scratch(ServerSessions.end_turn)
     end_session = _or_scratch(ServerSessions.end_session)
 
     # -- spend: on the store only (see the module doc) ---------------------------------------------

@@ -236,6 +236,21 @@ def rm_rf_victim(project: Path, env: Mapping[str, str], *, timeout_s: float = 90
     return api
 
 
+def session_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of one ``claude -p`` session (over :data:`OFFLINE_ENV`): its home and the
+    bridge's state under ``tmp_path`` (``home`` made here), the bridge run from this checkout."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(_REPO),
+        "HOME": str(home),
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_BRIDGE_DAEMON_IDLE": "3",
+    }
+
+
 def run_claude_p(
     api: MessagesApi,
     prompt: str,
@@ -249,17 +264,8 @@ def run_claude_p(
     ``stream``, the messages are sent on stdin instead, one JSON line each, as an SDK host does
     (``--input-format stream-json``: ``user`` messages and ``control_request``s such as
     ``set_model``), and stdout is the CLI's own JSON lines; ``prompt`` is then unused."""
-    home = tmp_path / "home"
-    home.mkdir()
     with serve_messages_api(api) as url:
-        env = {
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "PYTHONPATH": str(_REPO),
-            "HOME": str(home),
-            "XDG_RUNTIME_DIR": str(tmp_path / "run"),
-            "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-            "OTELHOOKS_BRIDGE_DAEMON_IDLE": "3",
-        }
+        env = session_env(tmp_path)
         if not stream:
             return claude_p(url, project, env, prompt=prompt)
         options = ["--input-format", "stream-json", "--output-format", "stream-json"]

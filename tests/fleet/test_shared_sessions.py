@@ -77,6 +77,29 @@ def test_pre_tool_use_on_one_instance_and_post_tool_use_on_another_make_one_span
     assert spans[0].attributes.get("gen_ai.tool.call.id") == "toolu_x"
 
 
+def test_an_interrupt_on_another_instance_ends_the_turn_and_the_call_it_stopped(
+    pair: list[tuple[EventLogServer, InMemorySpanExporter]],
+) -> None:
+    (a, in_a), (b, in_b) = pair
+    prompt = {**_bash("UserPromptSubmit", ""), "prompt": "go"}
+    for body in (prompt, _bash("PreToolUse", "toolu_i")):
+        assert httpx.post(a.url + ROUTE, json=body, headers=AUTH).status_code == 200
+    stop = {**_bash("Interrupt", ""), "source": "user", "reason": "stop", "via": "terminal"}
+    assert httpx.post(b.url + ROUTE, json=stop, headers=AUTH).status_code == 200
+    a.stop()
+    b.stop()  # flushes the span exporters
+    spans = [*in_a.get_finished_spans(), *in_b.get_finished_spans()]
+    ended = {s.name: s for s in spans if s in in_b.get_finished_spans()}
+    assert {s.name for s in spans} >= {"execute_tool Bash", "invoke_agent claude-code"}
+    call, turn = ended["execute_tool Bash"], ended["invoke_agent claude-code"]
+    assert call.attributes is not None and turn.attributes is not None
+    assert (call.attributes["gen_ai.tool.call.id"], call.attributes["otelhooks.tool.outcome"]) == (
+        "toolu_i",
+        "interrupted",
+    )
+    assert turn.attributes["otelhooks.operation.complete_reason"] == "interrupted"
+
+
 @pytest.fixture
 def two_stores(pg_url: str) -> Iterator[list[SharedSessions]]:
     """The session state of two instances (two stores, two pools) on one database."""

@@ -84,6 +84,7 @@ INSTALLED_EVENTS: tuple[str, ...] = (
     "ElicitationResult",
     "Stop",
     "StopFailure",
+    "Interrupt",
     "SessionEnd",
 )
 TOOL_EVENTS = frozenset(
@@ -101,6 +102,7 @@ SYNC_EVENTS = frozenset(
         "UserPromptExpansion",
         "Stop",
         "StopFailure",
+        "Interrupt",
         "SessionEnd",
         "PreSkillShellCommand",
         *TOOL_EVENTS,

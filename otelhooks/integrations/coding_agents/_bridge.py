@@ -22,6 +22,8 @@ Claude Code event            otelhooks
 ``PermissionDenied``         ``on_tool_call_denied``; an open tool span ends ``denied``
 ``Stop`` / ``StopFailure``   the turn ends: ``on_complete`` (and ``on_error``); a Stop hook's
                              block keeps the turn open
+``Interrupt``                the turn ends ``interrupted`` now, with the tool calls it was
+                             running: ``on_complete`` and ``on_stop_by_human_intervention``
 ``BeforeModel/AfterModel``   (Gemini CLI) a ``chat {model}`` span in the turn, ``llm_input`` /
                              ``llm_output`` observers (:mod:`._model_calls`)
 ``SessionStart/End``         ``session_start`` / ``session_end``, ``agent_lifecycle`` spans; at
@@ -60,6 +62,7 @@ from otelhooks._events import (
     MessageSendingEvent,
     SessionEndEvent,
     SessionStartEvent,
+    StopByHumanInterventionEvent,
 )
 from otelhooks._export._report import DeliveryReport, merge
 from otelhooks._hooks import Hook
@@ -294,6 +297,7 @@ class CodingAgentBridge:
             "StopFailure": self.turns.stop,
             "SessionStart": self._session_start,
             "SessionEnd": self._session_end,
+            "Interrupt": self._interrupt,
         }.get(name, self._point)
         return handler(session, name, payload)
 
@@ -350,6 +354,29 @@ class CodingAgentBridge:
         event = SessionEndEvent(**turn_ids(session, None, span_id), reason=reason)
         self.observe("session_end", event, (reason or "*",))
         return HookResponse()
+
+    def _interrupt(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
+        """A person (or a permission they denied) stopped the turn (Claude Code 2.1.335 on). It
+        sends no ``Stop``, nor a ``PostToolUse`` for a call it stopped: the turn and its open
+        calls end now, not when the next prompt or the session's end finds them open."""
+        op, tools = self.state.end_turn(session)
+        marker = (
+            event_marker(self.agent, name, payload),
+            lifecycle_attributes(payload, capture=self.capture),
+        )
+        for tool in tools:
+            self.tools.end_tool(tool, "interrupted", events=(marker,))
+        if op is not None:
+            self.turns.end(op, "interrupted", None, events=(marker,))
+        known = EVENTS[name]
+        reason = payload.get("reason")
+        stopped = StopByHumanInterventionEvent(
+            **turn_ids(session, op, op.span_id if op is not None else None),
+            toolCallId=tools[0].tool_use_id if tools else None,
+            rejectionReason=reason if isinstance(reason, str) and reason else None,
+        )
+        self.observe(known.canonical, stopped, (matcher_value(known, payload),))
+        return HookResponse()  # Claude Code ignores Interrupt's output
 
     def _point(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         """Any event without spans of its own: a short span, a span event, its observers."""

@@ -210,6 +210,8 @@ EVENTS: Final[dict[str, ClaudeEvent]] = {
         ClaudeEvent("TaskCompleted", "task_completed", "point", None),
         ClaudeEvent("Stop", "on_complete", "turn", None),
         ClaudeEvent("StopFailure", "on_error", "turn", "error"),
+        # a person (or a permission they denied) stopped the turn (Claude Code 2.1.335)
+        ClaudeEvent("Interrupt", "on_stop_by_human_intervention", "turn", "source"),
         ClaudeEvent("TeammateIdle", "teammate_idle", "point", None),
         ClaudeEvent("ConfigChange", "config_change", "point", "source"),
         ClaudeEvent("CwdChanged", "cwd_changed", "point", None),

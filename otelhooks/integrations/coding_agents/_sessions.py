@@ -429,6 +429,14 @@ class ServerSessions(BridgeState):
             self._keep(tool)
         return tool
 
+    def end_turn(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:
+        op, tools = super().end_turn(session_id)
+        for tool in tools:
+            self._release_tool(session_id, tool.tool_use_id)
+            self._keep(tool)
+        self._new_turn(session_id)
+        return op, tools
+
     def end_session(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:
         op, tools = super().end_session(session_id)
         self._release(session_id)

@@ -356,9 +356,18 @@ class BridgeState:
         )
         return read_tool(row) if row is not None else None
 
+    def end_turn(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:
+        """Close the open turn and every open tool use of the session (``Interrupt``: Claude
+        Code sends no ``PostToolUse`` for a call it stopped); the session goes on."""
+        return self._end(session_id, whole_session=False)
+
     def end_session(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:
         """Remove everything of a session (``SessionEnd``): the open turn and tool uses."""
+        return self._end(session_id, whole_session=True)
 
+    def _end(
+        self, session_id: str, *, whole_session: bool
+    ) -> tuple[OpenOperation | None, list[OpenTool]]:
         def body(db: sqlite3.Connection) -> tuple[sqlite3.Row | None, list[sqlite3.Row]]:
             op = db.execute(
                 "DELETE FROM operations WHERE session_id = ? RETURNING *", (session_id,)
@@ -366,7 +375,8 @@ class BridgeState:
             tools = db.execute(
                 "DELETE FROM tools WHERE session_id = ? RETURNING *", (session_id,)
             ).fetchall()
-            db.execute("DELETE FROM counters WHERE session_id = ?", (session_id,))
+            if whole_session:  # the session's tool uses are numbered on across its turns
+                db.execute("DELETE FROM counters WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM tool_turns WHERE session_id = ?", (session_id,))
             return op, tools
 

@@ -3,14 +3,14 @@
 ``UserPromptSubmit`` opens the turn (state file) and runs the ``before_agent_start``
 interceptors: a block, or a rewrite the CLI cannot carry, ends it at once. ``Stop`` runs the
 ``on_complete`` hooks before the turn ends (a block keeps it going); ``StopFailure`` ends it with
-an error (``on_error``). A turn that never saw its ``Stop`` ends ``interrupted`` when the next
-opens or the session ends.
+an error (``on_error``). A turn that never saw its ``Stop`` ends ``interrupted`` at Claude Code's
+``Interrupt`` (the bridge's), else when the next opens or the session ends.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from opentelemetry.util import types
@@ -72,6 +72,7 @@ class Turns(Part):
         error_type: str = "StopFailure",
         completed: bool = False,
         attributes: Mapping[str, types.AttributeValue] | None = None,
+        events: Sequence[tuple[str, Mapping[str, types.AttributeValue]]] = (),
     ) -> None:
         end = time.time_ns()
         if self.writer.read:  # else nothing receives spans: none is built
@@ -86,6 +87,7 @@ class Turns(Part):
                     {**self._attributes(op, reason), **(attributes or {})},
                     error=error,
                     error_type=error_type if error else None,
+                    events=events,
                 )
             )
         if completed and error is None:

@@ -17,8 +17,9 @@ DOC = (Path(__file__).resolve().parents[3] / "docs" / "adapters.md").read_text()
 
 
 # Events of the pinned CLI (2.1.337) that the docs' mirror the fixtures come from predates: its
-# hook input schema names them, and tests/claude_code_cli/test_model_switch.py fires them
-CLI_ONLY = {"PreModelSwitch", "PostModelSwitch"}
+# hook input schema names them, and tests/claude_code_cli/test_model_switch.py and
+# test_interrupt.py fire them
+CLI_ONLY = {"PreModelSwitch", "PostModelSwitch", "Interrupt"}
 
 
 def test_the_event_table_lists_every_documented_event_with_its_otelhooks_event() -> None:
