@@ -128,7 +128,7 @@
       toggle.addEventListener('click', (ev) => {
         ev.stopPropagation();
         if (collapsed.has(s.s)) collapsed.delete(s.s); else collapsed.add(s.s);
-        page.tree.again(page.trace.spans);
+        page.tree.toggle(s, page.trace.spans);
         renderRows();
       });
       const label = el('span', 'span-name', s.n);
