@@ -92,7 +92,8 @@ def test_an_interrupt_on_another_instance_ends_the_turn_and_the_call_it_stopped(
     ended = {s.name: s for s in spans if s in in_b.get_finished_spans()}
     assert {s.name for s in spans} >= {"execute_tool Bash", "invoke_agent claude-code"}
     call, turn = ended["execute_tool Bash"], ended["invoke_agent claude-code"]
-    assert call.attributes is not None and turn.attributes is not None
+    assert call.attributes is not None
+    assert turn.attributes is not None
     assert (call.attributes["gen_ai.tool.call.id"], call.attributes["otelhooks.tool.outcome"]) == (
         "toolu_i",
         "interrupted",

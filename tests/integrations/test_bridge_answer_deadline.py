@@ -381,10 +381,12 @@ def test_a_bridge_that_gets_no_cpu_is_answered_by_the_hook_client_in_time(
         )
 
 
+# a guard's code that ends its process, and how the answer says the process ended
 CRASHES = {
-    "os._exit(0)": "import os\n\n\ndef guard(event):\n    os._exit(0)\n",
+    "os._exit(0)": ("import os\n\n\ndef guard(event):\n    os._exit(0)\n", "ended (exit 0)"),
     "a segmentation fault": (
-        "import os, signal\n\n\ndef guard(event):\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
+        "import os, signal\n\n\ndef guard(event):\n    os.kill(os.getpid(), signal.SIGSEGV)\n",
+        "was killed by signal 11",
     ),
 }
 
@@ -396,15 +398,17 @@ def test_a_guard_that_ends_its_process_is_answered_as_late_through_the_hook_clie
 ) -> None:
     """A hook that ends the bridge's process before the answer (``os._exit(0)``: exit 0 and no
     output, which the CLI takes for an allow; a fault in a C extension) leaves the late answer
-    the bridge told the client: a deny for a guard that blocks when it fails. The daemon's
+    the bridge told the client: a deny for a guard that blocks when it fails, saying how the
+    bridge ended (it said "no answer within 120 s" of a bridge that ended at once). The daemon's
     process ends the same way, and the one-process bridge after it."""
+    code, how = CRASHES[crash]
     (tmp_path / "otelhooks.yaml").write_text(LOCKING_GUARD)
-    (tmp_path / "guard.py").write_text(CRASHES[crash])
+    (tmp_path / "guard.py").write_text(code)
     # an answer time far past what a loaded machine takes to start the bridges (20-25 s at a
     # load of 20): the late answer must come as the bridge ends, not when it is due
     expected = (
         "otelhooks could not check this tool call, so it is blocked: "
-        "no answer within 120 s (hook policy blocks when it fails)"
+        f"the bridge {how} before it answered (hook policy blocks when it fails)"
     )
     with runtime_folder() as runtime:
         env = client_env(tmp_path, runtime, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="120")

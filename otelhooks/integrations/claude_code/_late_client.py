@@ -56,6 +56,21 @@ class Told:
             else:
                 self.late = message
 
+    def ended(self, code: int) -> dict[str, object]:
+        """The late answer the bridge told, for a bridge that ended (exit ``code``) before it
+        answered: its words for a bridge out of time replaced by what happened (a guard ended
+        the process: ``os._exit``, a fault in a C extension), in the reason the agent shows."""
+        late = dict(self.late or {})
+        problem = late.pop("problem", None)
+        if isinstance(problem, str) and problem:
+            how = f"was killed by signal {-code}" if code < 0 else f"ended (exit {code})"
+            happened = f"the bridge {how} before it answered"
+            for key in ("stdout", "stderr"):
+                text = late.get(key)
+                if isinstance(text, str):
+                    late[key] = text.replace(problem, happened)
+        return late
+
     def overdue(self) -> dict[str, object] | None:
         """The late answer to print now: the bridge's, past the time it told, or, when it told
         none, this client's own, past its time; ``None`` while it is not due or the bridge is

@@ -403,7 +403,7 @@ def _one_process(
         sys.stderr.buffer.write(err)  # what ended it, before the answer it did not give
         sys.stderr.write(f"{_ENDED} (exit {bridge.returncode})\n")
         sys.stderr.flush()
-        return _write(told.late)
+        return _write(told.ended(bridge.returncode))
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
     sys.stderr.buffer.write(err)

@@ -308,7 +308,7 @@ class Deadline:
         late = self._late_answer()
         _log.error(
             f"the {self._dialect.display_name} bridge gave no answer in time",
-            problem=f"no answer within {self.wait_s:g} s",
+            problem=self._problem(),
         )
         self._tell_client({"answered": late.exit_code})
         if self.gone():  # counted nowhere: the process ends here, its counts unexported
@@ -321,10 +321,12 @@ class Deadline:
         end_hooks_of(os.getpid())  # their timeouts were this process's to keep
         os._exit(late.exit_code)  # the main thread may be held in a hook's C call
 
+    def _problem(self) -> str:
+        return f"no answer within {self.wait_s:g} s"
+
     def _late_answer(self) -> HookResponse:
-        problem = f"no answer within {self.wait_s:g} s"
         refusal = late_refusal(
-            self._event, problem, self.options, self.hooks, self.raw, waited_s=self.wait_s
+            self._event, self._problem(), self.options, self.hooks, self.raw, waited_s=self.wait_s
         )
         return self._dialect.answer(refusal)
 
@@ -339,6 +341,8 @@ class Deadline:
                 "exit_code": late.exit_code,
                 "stdout": late.stdout,
                 "stderr": late.stderr,
+                # the words the client puts its own in place of when this process ends first
+                "problem": self._problem(),
             }
         )
 
