@@ -167,6 +167,7 @@ def test_hooks_for_maps_every_sdk_event_to_one_async_callback() -> None:
         "PreCompact",
         "PostCompact",
         "Stop",
+        "Interrupt",
     }
     for event, matchers in hooks.items():
         (matcher,) = matchers

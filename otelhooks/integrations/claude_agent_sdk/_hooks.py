@@ -68,7 +68,9 @@ AGENT = "claude-agent-sdk"
 # PostToolBatch, ConfigChange, CwdChanged and PostCompact all reach a callback; so do
 # PermissionDenied (auto mode refusing a call its safety check cannot judge: not hooked, the
 # call's span ended as an error at close and no on_tool_call_denied hook heard of it) and
-# Notification (a permission still undecided after 6 s). Not MessageDisplay, which does too: a
+# Notification (a permission still undecided after 6 s), and Interrupt (``client.interrupt()``:
+# not hooked, the turn and the call it stopped stayed open until close). Not MessageDisplay,
+# which does too: a
 # callback per batch of displayed lines (``install`` does not write it either). Hooks on every
 # other event are refused or warned of (:mod:`._undelivered`).
 SDK_EVENTS: tuple[str, ...] = (
@@ -89,6 +91,7 @@ SDK_EVENTS: tuple[str, ...] = (
     "PreCompact",
     "PostCompact",
     "Stop",
+    "Interrupt",
 )
 # the Claude Code hook events no callback of hooks_for hears
 UNDELIVERED_EVENTS: tuple[str, ...] = undelivered_events(SDK_EVENTS)

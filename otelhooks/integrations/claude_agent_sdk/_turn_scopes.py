@@ -158,8 +158,16 @@ class TurnSessions(ServerSessions):
         self._leave(ended)
         return ended
 
+    def end_turn(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:
+        return self._left(*super().end_turn(session_id))
+
     def end_session(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:
-        op, tools = super().end_session(session_id)
+        return self._left(*super().end_session(session_id))
+
+    def _left(
+        self, op: OpenOperation | None, tools: list[OpenTool]
+    ) -> tuple[OpenOperation | None, list[OpenTool]]:
+        """``op`` and ``tools`` ended together (an interrupt, the session's end)."""
         self._ended_calls(tools)
         self._leave(op)
         return op, tools
