@@ -319,6 +319,36 @@ def test_a_guard_holding_the_interpreter_lock_is_denied_in_time_through_the_hook
     assert _bridges_of(tmp_path) == []  # killed, not left matching for minutes
 
 
+@pytest.mark.timeout(150)
+def test_a_guard_holding_the_interpreter_lock_ends_with_its_bridge_when_the_client_is_killed(
+    tmp_path: Path,
+) -> None:
+    """The CLI kills the hook client (SIGKILL) while its one-process bridge runs a guard holding
+    the interpreter's lock. Nobody is left to end the bridge: its own clock is a thread that
+    cannot run. Before, it spun on a core for good (still there minutes later); now the kernel
+    ends it (``SIGALRM``) its answer time and the exports' time and 30 s after it began."""
+    (tmp_path / "otelhooks.yaml").write_text(LOCKING_GUARD)
+    (tmp_path / "guard.py").write_text(HOLDS_THE_LOCK)
+    with runtime_folder() as runtime:
+        env = client_env(
+            tmp_path, runtime, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="3", OTELHOOKS_SHUTDOWN_TIMEOUT="0"
+        )
+        client, began = start_hook(env, bash("t1", "rm -rf build", session="s1"), "--fail-closed")
+        try:
+            deadline = time.monotonic() + 30
+            while not _bridges_of(tmp_path) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            (bridge,) = _bridges_of(tmp_path)
+            client.kill()
+            client.communicate()
+            assert until_gone(bridge, 3 + 30 + 30)  # its time, the margin, a loaded machine's
+            assert time.monotonic() - began > 3 + 30 - 1  # by the kernel's alarm, not earlier
+        finally:
+            for pid in _bridges_of(tmp_path):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():

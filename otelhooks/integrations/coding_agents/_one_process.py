@@ -169,6 +169,20 @@ def _asked_at(name: str) -> float | None:
     return asked if math.isfinite(asked) and asked <= time.monotonic() else None
 
 
+def _backstop(seconds: float) -> None:
+    """Have the kernel end this process if it is still here ``seconds`` and a margin from now
+    (the exports' own time and 30 s): ``SIGALRM``, whose default action ends a process with no
+    code of its own run (a hook process's alone: :func:`answer_process` runs as the command).
+
+    The deadline's thread needs the interpreter's lock, which a guard spinning in one C call (a
+    user's regular expression) holds for good; the hook client then ends this process, but a
+    client its CLI killed first (at the hook's timeout, or an interrupt) left it spinning on a
+    core for as long as the machine ran."""
+    from otelhooks._export._report import shutdown_timeout
+
+    signal.alarm(math.ceil(seconds + shutdown_timeout() + 30.0))
+
+
 class Deadline:
     """The one answer of a hook process: the bridge's, or, past its time, the late answer.
 
@@ -222,6 +236,7 @@ class Deadline:
         timer = threading.Timer(seconds, self._late)
         timer.daemon = True
         timer.start()
+        _backstop(seconds)
         return timer
 
     def allow_approvals(self, hooks: Sequence[Any]) -> None:
@@ -288,6 +303,7 @@ class Deadline:
 
     def cancel(self) -> None:
         self._timer.cancel()
+        _backstop(0.0)  # what is left (the exports, the end) in the backstop's time
 
     def _due(self) -> float:
         """When the late answer is due: the event's time from ``started``, never past the
