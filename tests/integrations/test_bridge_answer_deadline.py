@@ -349,6 +349,44 @@ def test_a_guard_holding_the_interpreter_lock_ends_with_its_bridge_when_the_clie
                     os.kill(pid, signal.SIGKILL)
 
 
+def _cpu_s(pid: int) -> float:
+    """The CPU time ``pid`` has used (user and system, all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.timeout(150)
+def test_a_daemon_a_lock_holding_guard_froze_ends_when_its_client_is_killed(
+    tmp_path: Path,
+) -> None:
+    """The same through the bridge daemon: its event loop stops with the guard, and the client
+    that would have ended it is killed. Before, the daemon spun on a core for good (its idle
+    time is counted by that loop); now the kernel ends it the answer time and 30 s after its
+    loop last ran."""
+    (tmp_path / "otelhooks.yaml").write_text(LOCKING_GUARD)
+    (tmp_path / "guard.py").write_text(HOLDS_THE_LOCK)
+    with runtime_folder() as runtime:
+        env = client_env(tmp_path, runtime, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="3")
+        read = {**bash("t0", "ls", session="s1"), "tool_name": "Read", "tool_input": {}}
+        assert hook(env, read, "--fail-closed").returncode == 0  # no guard on Read: a daemon starts
+        daemon = daemon_pid(runtime)
+        client, _ = start_hook(env, bash("t1", "rm -rf build", session="s1"), "--fail-closed")
+        try:
+            spent, deadline = _cpu_s(daemon), time.monotonic() + 30
+            while _cpu_s(daemon) - spent < 1.0 and time.monotonic() < deadline:
+                time.sleep(0.1)  # until its guard spins (the event reached it)
+            assert _cpu_s(daemon) - spent >= 1.0
+            client.kill()
+            client.communicate()
+            spinning = time.monotonic()
+            assert until_gone(daemon, 3 + 30 + 30)  # its time, the margin, a loaded machine's
+            # by the kernel's alarm (the idle time, 60 s, would have come later)
+            assert time.monotonic() - spinning < 50
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(daemon, signal.SIGKILL)
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():

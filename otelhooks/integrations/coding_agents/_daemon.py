@@ -30,8 +30,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import math
 import os
 import re
+import signal
 import socket
 import threading
 import time
@@ -399,6 +401,11 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     async def watch_idle() -> None:
         app.last = time.monotonic()  # idle from when it serves, not from when it was built
         while not server.should_exit:
+            # a loop that cannot come back here for the answer time and 30 s is frozen (a
+            # guard holding the interpreter's lock in one C call): the kernel ends the daemon
+            # (SIGALRM's default action runs no code of ours), which once its client was killed
+            # nobody else did, spinning on a core for good
+            signal.alarm(math.ceil(answer_s + 30.0))
             await asyncio.sleep(min(1.0, idle / 4))
             # an event still running would lose its answer, and the hook client, finding the
             # socket closed, would take the daemon for dead and run the event again
@@ -412,7 +419,7 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
         try:
             await server.serve(sockets=[sock])
         finally:
-            watcher.cancel()
+            watcher.cancel()  # its last alarm stands: the daemon's close in that time too
 
     try:
         asyncio.run(main())
