@@ -14,7 +14,6 @@ such a file, naming the setting, instead of writing a guard that never runs.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,12 +22,10 @@ from typing import Any
 import pytest
 
 from tests._realparts import require
-from tests.claude_code_cli._messages_api import CLAUDE, rm_rf_victim
+from tests.claude_code_cli._messages_api import CLAUDE, rm_rf_victim, session_env
 
 pytestmark = pytest.mark.timeout(120)
 
-HERE = Path(__file__).parent
-REPO = HERE.parent.parent
 
 ODD = {
     "timeout-string": {"type": "command", "command": "true", "timeout": "5"},
@@ -36,18 +33,6 @@ ODD = {
     "timeout-negative": {"type": "command", "command": "true", "timeout": -1},
     "no-command": {"type": "command"},
 }
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    home.mkdir()
-    return {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(REPO),
-        "HOME": str(home),
-        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
 
 
 def _install(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -76,7 +61,7 @@ def _guarded(
     local.parent.mkdir(parents=True)
     settings = {**(extra or {}), "hooks": {"Stop": [{"hooks": handlers}]}}
     local.write_text(json.dumps(settings, indent=2) + "\n")
-    env = _env(tmp_path)
+    env = session_env(tmp_path)
     installed = _install(project, env)
     assert installed.returncode == 0, installed.stderr
     kept = json.loads(local.read_text())["hooks"]["Stop"][0]["hooks"]
@@ -109,7 +94,7 @@ def test_install_refuses_a_file_claude_code_skips_whole(odd: str, tmp_path: Path
     extra, named = SKIPPED[odd]
     project = tmp_path / "project"
     (project / ".claude").mkdir(parents=True)
-    env = _env(tmp_path)
+    env = session_env(tmp_path)
     assert _install(project, env).returncode == 0  # a clean file: our hooks
     local = project / ".claude" / "settings.local.json"
     # the premise, with the real CLI: our hooks in a file holding the odd value never run

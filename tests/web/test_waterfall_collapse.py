@@ -18,7 +18,7 @@ import pytest
 from otelhooks import EventLogServer
 from tests.web._otlp import posted_big_trace
 from tests.web.conftest import log_in
-from tests.web.test_waterfall_grows import ROWS, _most_run, _spans
+from tests.web.test_waterfall_grows import ROWS, _most_run, _spans, counted_open
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -89,12 +89,7 @@ def test_a_click_on_a_toggle_costs_the_rows_under_it_not_the_run(
     trace_id, _ = posted_big_trace(served_api, SPANS)
     page = log_in(browser, served.url)
     try:
-        cdp = page.context.new_cdp_session(page)
-        cdp.send("Profiler.enable")
-        cdp.send("Profiler.startPreciseCoverage", {"callCount": True, "detailed": True})
-        page.goto("about:blank")
-        page.goto(f"{served.url}/#trace={trace_id}")
-        _spans(page, SPANS)
+        cdp = counted_open(page, served.url, trace_id, SPANS)
         assert _most_run(cdp) >= SPANS  # opening the run walks every span
         _toggle(page, "step 0")
         _toggle(page, "step 0")

@@ -163,18 +163,25 @@ def _most_run(cdp: Any) -> int:
     return max(r["count"] for s in ours for f in s["functions"] for r in f["ranges"])
 
 
+def counted_open(page: Any, url: str, trace_id: str, count: int) -> Any:
+    """The run ``trace_id`` (``count`` spans) opened in ``page``, its scripts compiled counting
+    the times each block runs: the CDP session that reads the counts (:func:`_most_run`)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Profiler.enable")
+    cdp.send("Profiler.startPreciseCoverage", {"callCount": True, "detailed": True})
+    page.goto("about:blank")
+    page.goto(f"{url}/#trace={trace_id}")
+    _spans(page, count)
+    return cdp
+
+
 def test_spans_added_to_a_big_open_run_cost_what_they_are_not_the_run(
     browser: Any, served: EventLogServer, served_api: httpx.Client
 ) -> None:
     trace_id, root = posted_big_trace(served_api, SPANS)
     page = log_in(browser, served.url)
     try:
-        cdp = page.context.new_cdp_session(page)
-        cdp.send("Profiler.enable")
-        cdp.send("Profiler.startPreciseCoverage", {"callCount": True, "detailed": True})
-        page.goto("about:blank")
-        page.goto(f"{served.url}/#trace={trace_id}")  # the scripts compiled counting
-        _spans(page, SPANS)
+        cdp = counted_open(page, served.url, trace_id, SPANS)
         # opening the run walks every span: what is counted is what a block of the page ran
         assert _most_run(cdp) >= SPANS
         # a step of calls as a live agent sends them (the calls first, then their step), and a
