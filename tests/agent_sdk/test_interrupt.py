@@ -10,6 +10,7 @@ stayed open until ``close``, the call then ending as an error.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,21 +39,17 @@ def test_an_interrupted_turn_and_its_call_end_when_the_client_interrupts(tmp_pat
     project.mkdir()
     home.mkdir()
     heard: list[Any] = []
-    started = asyncio.Event()
-
-    def on_start(event: Any) -> None:
-        started_loop.call_soon_threadsafe(started.set)
-
+    started = threading.Event()  # the call runs: the client may interrupt it
     observers = [
-        {"id": "started", "type": "PreToolUse", "handler": on_start},
+        {"id": "started", "type": "PreToolUse", "handler": lambda event: started.set()},
         {"id": "stopped", "type": "Interrupt", "matcher": "user", "handler": heard.append},
     ]
     memory = InMemorySpanExporter()
     oh = otelhooks.configure(hooks=observers, otlp=False, set_global=False, span_exporters=[memory])
     api = MessagesApi([ToolStep("toolu_slow", "Bash", {"command": "sleep 20; echo slept"})])
-    ended_at: list[int] = []
 
-    async def main(url: str) -> None:
+    async def main(url: str) -> int:
+        """The time the session went on to after the interrupt."""
         env = {"ANTHROPIC_BASE_URL": url, **OFFLINE_ENV, "HOME": str(home)}
         with hooks_for(oh, state=tmp_path / "s.sqlite3") as hooks:
             options = sdk.ClaudeAgentOptions(
@@ -60,19 +57,17 @@ def test_an_interrupted_turn_and_its_call_end_when_the_client_interrupts(tmp_pat
             )
             async with sdk.ClaudeSDKClient(options=options) as client:
                 await client.query("go")
-                await asyncio.wait_for(started.wait(), 60)
+                assert await asyncio.to_thread(started.wait, 60)
                 await client.interrupt()
                 async for _ in client.receive_response():
                     pass
                 await asyncio.sleep(2)  # the session goes on: its end is told apart
-                ended_at.append(time.time_ns())
+                return time.time_ns()
 
-    started_loop = asyncio.new_event_loop()
     try:
         with serve_messages_api(api) as url:
-            started_loop.run_until_complete(asyncio.wait_for(main(url), 100))
+            ended_at = asyncio.run(asyncio.wait_for(main(url), 100))
     finally:
-        started_loop.close()
         oh.shutdown()
     spans = {s.name: s for s in memory.get_finished_spans()}
     turn, call = spans["invoke_agent claude-agent-sdk"], spans["execute_tool Bash"]
@@ -80,6 +75,6 @@ def test_an_interrupted_turn_and_its_call_end_when_the_client_interrupts(tmp_pat
     assert (call.attributes or {})[sc.TOOL_OUTCOME] == "interrupted"
     for span in (turn, call):
         assert span.end_time is not None
-        assert span.end_time < ended_at[0]  # at the interrupt, not at close
+        assert span.end_time < ended_at  # at the interrupt, not at close
     [stopped] = heard
     assert (stopped.toolCallId, stopped.rejectionReason) == ("toolu_slow", "stop")
